@@ -1,0 +1,66 @@
+// The type-ID block: every type that crosses an actor boundary, registered
+// once with `cfg.add_message_types<caf::id_block::taskforce>()`, so nothing
+// fails at run time when a message crosses the network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/fwd.hpp>
+#include <caf/type_id.hpp>
+
+namespace taskforce {
+
+// -- pool family (messages/pool.hpp) ------------------------------------------
+
+enum class holder_kind : uint8_t;
+enum class release_reason : uint8_t;
+enum class pool_event_kind : uint8_t;
+struct acquire_request;
+struct adopt_request;
+struct grant;
+struct pool_event;
+struct running_entry;
+struct queued_entry;
+struct pool_view;
+struct pool_status;
+
+} // namespace taskforce
+
+CAF_BEGIN_TYPE_ID_BLOCK(taskforce, caf::first_custom_type_id)
+
+  CAF_ADD_TYPE_ID(taskforce, (std::vector<std::string>) )
+
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::holder_kind))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::release_reason))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::pool_event_kind))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::acquire_request))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::adopt_request))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::grant))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::pool_event))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::running_entry))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::queued_entry))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::pool_view))
+  CAF_ADD_TYPE_ID(taskforce, (taskforce::pool_status))
+  CAF_ADD_TYPE_ID(taskforce, (std::vector<taskforce::running_entry>) )
+  CAF_ADD_TYPE_ID(taskforce, (std::vector<taskforce::queued_entry>) )
+  CAF_ADD_TYPE_ID(taskforce, (std::vector<taskforce::pool_view>) )
+
+  // Pool protocol.
+  CAF_ADD_ATOM(taskforce, taskforce, acquire_atom, "acquire")
+  CAF_ADD_ATOM(taskforce, taskforce, adopt_atom, "adopt")
+  CAF_ADD_ATOM(taskforce, taskforce, release_atom, "release")
+  CAF_ADD_ATOM(taskforce, taskforce, bind_atom, "bind")
+  CAF_ADD_ATOM(taskforce, taskforce, end_atom, "end")
+  CAF_ADD_ATOM(taskforce, taskforce, status_atom, "status")
+  CAF_ADD_ATOM(taskforce, taskforce, subscribe_atom, "subscribe")
+  CAF_ADD_ATOM(taskforce, taskforce, attach_atom, "attach")
+  CAF_ADD_ATOM(taskforce, taskforce, detach_atom, "detach")
+  CAF_ADD_ATOM(taskforce, taskforce, event_atom, "event")
+  // Timers (watchdog).
+  CAF_ADD_ATOM(taskforce, taskforce, arm_atom, "arm")
+  CAF_ADD_ATOM(taskforce, taskforce, disarm_atom, "disarm")
+  CAF_ADD_ATOM(taskforce, taskforce, expired_atom, "expired")
+
+CAF_END_TYPE_ID_BLOCK(taskforce)

@@ -1,0 +1,44 @@
+// A small argument parser for subcommands: `--name value`, `--name=value`,
+// boolean flags and positionals. Anything unknown is a usage_error.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace taskforce::cli {
+
+/// Parsed arguments of one subcommand.
+class args {
+public:
+  /// Parses `argv`; `valued` take a value, `flags` do not. Throws
+  /// usage_error naming the offending argument.
+  args(const std::vector<std::string>& argv, std::set<std::string> valued,
+       std::set<std::string> flags);
+
+  /// Whether the boolean flag `name` (e.g. "--json") was given.
+  bool flag(const std::string& name) const;
+
+  /// The value of `name`, or `fallback` when absent.
+  std::string value(const std::string& name,
+                    const std::string& fallback = "") const;
+
+  /// Whether the valued option `name` was given.
+  bool has(const std::string& name) const;
+
+  /// The value of `name` as a positive integer; throws usage_error.
+  uint64_t positive(const std::string& name, uint64_t fallback) const;
+
+  /// The positional arguments in order.
+  const std::vector<std::string>& positionals() const {
+    return positionals_;
+  }
+
+private:
+  std::map<std::string, std::string> values_;
+  std::set<std::string> flags_;
+  std::vector<std::string> positionals_;
+};
+
+} // namespace taskforce::cli

@@ -1,0 +1,109 @@
+// The configuration: defaults, loading and validation of taskforce.json.
+//
+// A file may set any subset of the keys; the rest keep their defaults. Every
+// key is checked (type, range, allowed values); an unknown key is refused
+// with the nearest known key suggested. Nothing starts on a bad file.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace taskforce {
+
+/// `pool.mode`: one pool per requesting session, or one for the server.
+enum class pool_mode { session, global };
+
+/// `pool.nested`: what a nested acquire does when no permit is free.
+enum class nested_policy { lend, fail_fast };
+
+const char* to_string(pool_mode x);
+const char* to_string(nested_policy x);
+
+/// The `"pool"` section (PROTOCOL.md "Pool configuration").
+struct pool_config {
+  uint64_t max_parallel = 2;
+  pool_mode mode = pool_mode::session;
+  /// 0 waits forever.
+  int64_t queue_timeout_ms = 300000;
+  int64_t max_hold_ms = 3600000;
+  nested_policy nested = nested_policy::lend;
+  std::vector<std::string> subagent_tool_names{"task"};
+  int64_t idle_memory_ms = 10000;
+};
+
+/// The `"run"` section: task files and how a run executes them.
+struct run_config {
+  /// `checklist` or `headings`.
+  std::string task_format = "checklist";
+  bool sequential_deps = false;
+  /// A program that turns a task file into plan JSON; empty = built in.
+  std::string parser_command;
+  /// Headings format: label as written -> canonical field name.
+  std::map<std::string, std::string> fields;
+  std::vector<std::string> hold_pattern{"\\[NEEDS DECISION"};
+  std::vector<std::string> approval_risks;
+  uint64_t max_concurrency = 3;
+  /// `shell`, `agent` or `scripted`.
+  std::string worker = "shell";
+  /// The agent preset (a file `config/agents/<name>.json`) for `agent`.
+  std::string agent_preset = "claude";
+  std::string worker_model;
+  /// The JSON script of the `scripted` worker, relative to the repository.
+  std::string script_file;
+  int64_t task_timeout_ms = 1200000;
+  int64_t verify_timeout_ms = 600000;
+  uint64_t max_attempts = 2;
+  /// Gate repairs per attempt before the attempt counts as failed.
+  uint64_t max_repairs = 2;
+  bool repair_on_failure = true;
+  bool fresh_worktree_on_retry = false;
+  bool continue_on_error = false;
+  bool use_worktrees = true;
+  bool require_worktrees = true;
+  bool auto_merge = true;
+  bool cleanup_worktrees = true;
+  bool enforce_diff_scope = true;
+  /// `integrate` or `assist`.
+  std::string mode = "integrate";
+  /// The branch tasks merge into; empty = the branch checked out at start.
+  std::string base_branch;
+  std::string worker_instructions;
+  std::string worker_instructions_file;
+};
+
+/// The `"server"` section.
+struct server_config {
+  /// Where `serve --listen` binds when no address is given.
+  std::string listen = "127.0.0.1:7411";
+};
+
+/// The whole file.
+struct config {
+  pool_config pool;
+  run_config run;
+  server_config server;
+};
+
+/// A refused config: names the file, the key, the value and the rule.
+class config_error : public std::runtime_error {
+public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Parses and validates config JSON text; `origin` names it in errors.
+/// Throws config_error.
+config parse_config(const std::string& text, const std::string& origin);
+
+/// Reads and validates a config file. Throws config_error.
+config load_config(const std::string& path);
+
+/// The effective pool config as JSON text, with the config file's key names.
+std::string pool_config_json(const pool_config& cfg);
+
+/// The whole effective config as pretty JSON text, as taskforce.json is laid out.
+std::string config_json(const config& cfg);
+
+} // namespace taskforce

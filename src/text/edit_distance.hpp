@@ -1,0 +1,21 @@
+// Edit distance, for "did you mean" suggestions.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskforce {
+
+/// The Levenshtein distance between `a` and `b` (insertions, deletions and
+/// substitutions each cost 1).
+size_t edit_distance(std::string_view a, std::string_view b);
+
+/// The candidate nearest to `word`, or "" when none is within `max_distance`.
+/// Ties go to the earlier candidate.
+std::string nearest(std::string_view word,
+                    const std::vector<std::string>& candidates,
+                    size_t max_distance);
+
+} // namespace taskforce
