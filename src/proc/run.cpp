@@ -51,8 +51,7 @@ struct cancel_handle::state {
   }
 };
 
-cancel_handle::cancel_handle() : state_(std::make_shared<state>()) {
-}
+cancel_handle::cancel_handle() : state_(std::make_shared<state>()) {}
 
 void cancel_handle::cancel() const {
   std::lock_guard<std::mutex> guard{state_->mutex};
@@ -80,7 +79,9 @@ namespace {
 /// to us (and can be found and reaped) instead of to PID 1.
 void become_subreaper() {
   static std::once_flag once;
-  std::call_once(once, [] { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
+  std::call_once(once, [] {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  });
 }
 
 std::string next_token() {
@@ -92,7 +93,7 @@ int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 #else
-  (void) pid;
+  (void)pid;
   return -1;
 #endif
 }
@@ -130,7 +131,8 @@ void clean_group(pid_t pgid) {
     ::kill(-pgid, SIGKILL);
     int status;
     pid_t rc;
-    while ((rc = ::waitpid(-pgid, &status, 0)) > 0 || (rc < 0 && errno == EINTR))
+    while ((rc = ::waitpid(-pgid, &status, 0)) > 0
+           || (rc < 0 && errno == EINTR))
       ;
     if (!group_alive(pgid) || clock_type::now() > give_up)
       return;
@@ -208,10 +210,9 @@ void sweep_orphans(const std::string& token) {
 
 /// The output side: the log file and the tail.
 class output_sink {
-public:
+ public:
   output_sink(int log_fd, size_t tail_bytes)
-    : log_fd_(log_fd), tail_bytes_(tail_bytes) {
-  }
+    : log_fd_(log_fd), tail_bytes_(tail_bytes) {}
 
   void add(const char* data, size_t size) {
     total_ += size;
@@ -240,7 +241,7 @@ public:
     result.tail_truncated = total_ > tail_bytes_;
   }
 
-private:
+ private:
   int log_fd_;
   size_t tail_bytes_;
   size_t total_ = 0;
@@ -266,9 +267,9 @@ bool pump(int fd, output_sink& sink) {
   }
 }
 
-int poll_timeout(clock_type::time_point now,
-                 std::initializer_list<std::optional<clock_type::time_point>>
-                   deadlines) {
+int poll_timeout(
+  clock_type::time_point now,
+  std::initializer_list<std::optional<clock_type::time_point>> deadlines) {
   int result = -1;
   for (auto& d : deadlines) {
     if (!d)
@@ -330,14 +331,13 @@ run_result run(const run_options& opts) {
     cancel_state.waiters.push_back(wake_fd);
   }
   if (!opts.log_file.empty()) {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC
-                | (opts.append_log ? O_APPEND : O_TRUNC);
+    int flags
+      = O_WRONLY | O_CREAT | O_CLOEXEC | (opts.append_log ? O_APPEND : O_TRUNC);
     log_fd = ::open(opts.log_file.c_str(), flags, 0644);
     if (log_fd < 0) {
       int code = errno;
       throw spawn_error("cannot run '"
-                          + (opts.argv.empty() ? std::string{}
-                                               : opts.argv[0])
+                          + (opts.argv.empty() ? std::string{} : opts.argv[0])
                           + "': cannot write the log '" + opts.log_file
                           + "': " + std::strerror(code),
                         code);
@@ -349,8 +349,8 @@ run_result run(const run_options& opts) {
   so.cwd = opts.cwd;
   so.env = opts.env;
   so.env.emplace_back(token_variable, token);
-  so.in = opts.stdin_file.empty() ? stdio::null()
-                                  : stdio::file(opts.stdin_file);
+  so.in
+    = opts.stdin_file.empty() ? stdio::null() : stdio::file(opts.stdin_file);
   so.out = stdio::pipe();
   so.err = stdio::to_stdout();
   child c = spawn(so);
@@ -410,8 +410,8 @@ run_result run(const run_options& opts) {
       pid_index = static_cast<int>(n);
       fds[n++] = {pid_fd, POLLIN, 0};
     }
-    int wait_ms = poll_timeout(now, {term_sent ? std::nullopt : timeout_at,
-                                     kill_at});
+    int wait_ms
+      = poll_timeout(now, {term_sent ? std::nullopt : timeout_at, kill_at});
     // Without a pidfd (old kernels) the leader is polled every 10 ms.
     if (pid_fd < 0)
       wait_ms = wait_ms < 0 ? 10 : std::min(wait_ms, 10);
@@ -437,7 +437,7 @@ run_result run(const run_options& opts) {
         out_fd = -1;
       }
     }
-    (void) pid_index; // the leader is checked at the top of the loop
+    (void)pid_index; // the leader is checked at the top of the loop
   }
   // The leader is a zombie: whatever is left of its group is killed now (a
   // finished command leaves nothing running), then everything reaped.
@@ -462,8 +462,8 @@ run_result run(const run_options& opts) {
     }
   }
   sink.finish(result);
-  result.duration = std::chrono::duration_cast<milliseconds>(
-    clock_type::now() - started);
+  result.duration
+    = std::chrono::duration_cast<milliseconds>(clock_type::now() - started);
   return result;
 }
 

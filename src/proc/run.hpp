@@ -32,7 +32,7 @@ namespace taskforce::proc {
 /// usable. Cancelling before the run starts makes it return at once without
 /// starting anything; cancelling after it ended does nothing.
 class cancel_handle {
-public:
+ public:
   /// A fresh handle.
   cancel_handle();
   /// SIGTERM to the process group now, SIGKILL after the run's grace period.
@@ -49,7 +49,7 @@ public:
     return state_;
   }
 
-private:
+ private:
   std::shared_ptr<state> state_;
 };
 

@@ -99,8 +99,8 @@ CAF_TEST(invocation k runs entry k and the last entry repeats) {
     {"write": {"x.txt": "2"}, "marker": "done"}]},
     "default": [{"print": "default entry\n", "marker": "done"}]})");
   auto first = invoke("t1", 1);
-  auto v1 = judge_worker(worker_backend::scripted, first,
-                         read_report(first.tail));
+  auto v1
+    = judge_worker(worker_backend::scripted, first, read_report(first.tail));
   CAF_CHECK_EQUAL(to_string(v1.kind), std::string{"blocked"});
   CAF_CHECK_EQUAL(v1.reason, "which table?");
   CAF_CHECK(!exists("x.txt"));
@@ -124,13 +124,13 @@ CAF_TEST(the exit code passes through and no report fails the attempt) {
 }
 
 CAF_TEST(a malformed report is printed verbatim and named) {
-  script(R"({"tasks": {"t1": [{"print": "```json\n{\"status\": done}\n```\n"}]}})");
+  script(
+    R"({"tasks": {"t1": [{"print": "```json\n{\"status\": done}\n```\n"}]}})");
   auto r = invoke("t1", 1);
   CAF_CHECK(r.success());
   auto v = judge_worker(worker_backend::scripted, r, read_report(r.tail));
   CAF_CHECK_EQUAL(to_string(v.kind), std::string{"failed"});
-  CAF_CHECK(v.reason.rfind("malformed report: the last ```json block", 0)
-            == 0);
+  CAF_CHECK(v.reason.rfind("malformed report: the last ```json block", 0) == 0);
 }
 
 CAF_TEST(a crash is a real abort and leaves no core file) {

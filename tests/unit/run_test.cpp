@@ -90,7 +90,8 @@ CAF_TEST(working directory environment and stdin reach the command) {
   CAF_CHECK_EQUAL(run(sh("cat")).tail, "");
 }
 
-CAF_TEST(a timeout kills a command that ignores the TERM signal and its children) {
+CAF_TEST(
+  a timeout kills a command that ignores the TERM signal and its children) {
   auto o = sh("trap '' TERM; sleep 60 & echo pid:$!; sleep 60 & echo pid:$!;"
               "echo pid:$$; wait; wait; echo survived");
   o.timeout = 300ms;
@@ -147,7 +148,9 @@ CAF_TEST(cancel from another thread terminates the group) {
   cancel_handle handle;
   o.cancel = handle;
   pid_t started = -1;
-  o.on_start = [&](pid_t pid) { started = pid; };
+  o.on_start = [&](pid_t pid) {
+    started = pid;
+  };
   std::thread stopper([handle] {
     std::this_thread::sleep_for(200ms);
     handle.cancel();
