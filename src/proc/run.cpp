@@ -358,8 +358,17 @@ run_result run(const run_options& opts) {
   ::fcntl(out_fd, F_SETFL, ::fcntl(out_fd, F_GETFL) | O_NONBLOCK);
   result.pid = c.pid;
   pid_t pgid = c.pid;
-  if (opts.on_start)
-    opts.on_start(c.pid);
+  if (opts.on_start) {
+    try {
+      opts.on_start(c.pid);
+    } catch (...) {
+      // Nobody will watch the command: stop it before reporting the error.
+      forget_child(pgid);
+      clean_group(pgid);
+      sweep_orphans(token);
+      throw;
+    }
+  }
   pid_fd = open_pidfd(c.pid);
   output_sink sink{log_fd, opts.tail_bytes};
   std::optional<clock_type::time_point> timeout_at;

@@ -217,6 +217,23 @@ CAF_TEST(a missing program or an unwritable log is a clear error) {
   }
 }
 
+CAF_TEST(a failing start callback stops the command and passes the error) {
+  auto o = sh("sleep 60");
+  pid_t started = -1;
+  o.on_start = [&](pid_t pid) {
+    started = pid;
+    throw std::runtime_error("ledger unavailable");
+  };
+  try {
+    run(o);
+    CAF_FAIL("run should throw");
+  } catch (const std::runtime_error& e) {
+    CAF_CHECK_EQUAL(std::string{e.what()}, "ledger unavailable");
+  }
+  CAF_REQUIRE(started > 0);
+  CAF_CHECK(gone(started));
+}
+
 CAF_TEST(runs on several threads at once keep their own results) {
   std::vector<std::thread> threads;
   std::vector<run_result> results(6);
