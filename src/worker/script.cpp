@@ -330,8 +330,11 @@ int perform_script_step(const script_step& step, const std::string& self) {
     ::setrlimit(RLIMIT_CORE, &none);
     std::abort();
   }
-  if (step.hang)
+  if (step.hang) {
+    ::signal(SIGTERM, SIG_IGN);
+    std::cerr << "scripted worker: hanging, SIGTERM ignored" << std::endl;
     hang_forever(false);
+  }
   return step.exit_code;
 }
 

@@ -94,13 +94,13 @@ CAF_TEST(
   a timeout kills a command that ignores the TERM signal and its children) {
   auto o = sh("trap '' TERM; sleep 60 & echo pid:$!; sleep 60 & echo pid:$!;"
               "echo pid:$$; wait; wait; echo survived");
-  o.timeout = 300ms;
+  o.timeout = 1000ms; // time for sh to start and set its trap
   o.kill_grace = 200ms;
   auto r = run(o);
   CAF_CHECK(r.timed_out);
   CAF_CHECK(!r.cancelled);
   CAF_CHECK_EQUAL(r.signal, SIGKILL);
-  CAF_CHECK_GREATER_OR_EQUAL(r.duration, 500ms);
+  CAF_CHECK_GREATER_OR_EQUAL(r.duration, 1200ms);
   CAF_CHECK_LESS(r.duration, 3000ms);
   auto pids = printed_pids(r.tail);
   CAF_REQUIRE_EQUAL(pids.size(), 3u);
