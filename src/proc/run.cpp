@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -84,9 +85,11 @@ void become_subreaper() {
   });
 }
 
-std::string next_token() {
+/// The run's token: the caller's label (if any), then what makes it unique.
+std::string next_token(const std::string& label) {
   static std::atomic<uint64_t> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  auto unique = std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return label.empty() ? unique : label + "#" + unique;
 }
 
 int open_pidfd(pid_t pid) {
@@ -293,6 +296,55 @@ struct fds_closer {
 
 } // namespace
 
+// --- leftovers ---------------------------------------------------------------
+
+size_t kill_leftovers(const std::string& label) {
+  if (label.empty())
+    return 0;
+  std::string prefix = std::string{token_variable} + "=" + label;
+  pid_t self = ::getpid();
+  auto scan = [&] {
+    std::vector<pid_t> found;
+    DIR* dir = ::opendir("/proc");
+    if (dir == nullptr)
+      return found;
+    while (auto* entry = ::readdir(dir)) {
+      char* end = nullptr;
+      long pid = std::strtol(entry->d_name, &end, 10);
+      if (*end != '\0' || pid <= 0 || pid == self)
+        continue;
+      std::ifstream in("/proc/" + std::string{entry->d_name} + "/environ",
+                       std::ios::binary);
+      std::string var;
+      while (std::getline(in, var, '\0'))
+        if (var.compare(0, prefix.size(), prefix) == 0) {
+          found.push_back(static_cast<pid_t>(pid));
+          break;
+        }
+    }
+    ::closedir(dir);
+    return found;
+  };
+  std::set<pid_t> killed;
+  auto give_up = clock_type::now() + std::chrono::seconds(5);
+  for (;;) {
+    // A killed process drops out of the scan once it is a zombie (its
+    // environment reads empty), so the loop ends when all are dead.
+    auto found = scan();
+    if (found.empty() || clock_type::now() > give_up)
+      return killed.size();
+    for (pid_t pid : found)
+      if (::kill(pid, SIGKILL) == 0)
+        killed.insert(pid);
+    std::this_thread::sleep_for(milliseconds(2));
+    // Those we adopted are ours to reap; init reaps the others.
+    std::lock_guard<std::mutex> guard{registry_mutex()};
+    for (pid_t pid : found)
+      if (registered_children().count(pid) == 0)
+        ::waitpid(pid, nullptr, WNOHANG);
+  }
+}
+
 // --- run ---------------------------------------------------------------------
 
 std::string run_result::describe() const {
@@ -343,7 +395,7 @@ run_result run(const run_options& opts) {
                         code);
     }
   }
-  std::string token = next_token();
+  std::string token = next_token(opts.label);
   spawn_options so;
   so.argv = opts.argv;
   so.cwd = opts.cwd;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,6 +40,17 @@ std::vector<pid_t> printed_pids(const std::string& out) {
 
 bool gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/// Dead: gone, or a zombie waiting for its parent.
+bool dead(pid_t pid) {
+  if (gone(pid))
+    return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && line.substr(close + 2, 1) == "Z";
 }
 
 } // namespace
@@ -232,6 +244,37 @@ CAF_TEST(a failing start callback stops the command and passes the error) {
   }
   CAF_REQUIRE(started > 0);
   CAF_CHECK(gone(started));
+}
+
+CAF_TEST(the label marks every process and finds the leftovers of a crash) {
+  // What a killed taskforce leaves behind: a worker and its child, in a
+  // group of their own, carrying the run's label.
+  spawn_options so;
+  so.argv = {"sh", "-c", "sleep 60 & echo $!; wait"};
+  so.env = {{"TASKFORCE_PROC_TOKEN", "run-7/t1/#123-1"}};
+  so.out = stdio::pipe();
+  auto c = spawn(so);
+  char buf[64] = {};
+  std::string line;
+  while (line.find('\n') == std::string::npos) {
+    auto n = ::read(c.stdout_fd, buf, sizeof buf);
+    CAF_REQUIRE(n > 0);
+    line.append(buf, static_cast<size_t>(n));
+  }
+  ::close(c.stdout_fd);
+  pid_t grandchild = std::stoi(line);
+  // Another run's processes are not touched.
+  CAF_CHECK_EQUAL(kill_leftovers("run-70/"), 0u);
+  CAF_CHECK_EQUAL(kill_leftovers(""), 0u);
+  CAF_CHECK(!dead(c.pid));
+  CAF_CHECK_EQUAL(kill_leftovers("run-7/"), 2u);
+  CAF_CHECK(dead(grandchild));
+  CAF_CHECK_EQUAL(wait_for(c.pid).signal, SIGKILL);
+  // run() hands its label down, with a unique suffix.
+  auto o = sh("echo $TASKFORCE_PROC_TOKEN");
+  o.label = "run-8/t2/";
+  auto r = run(o);
+  CAF_CHECK_EQUAL(r.tail.rfind("run-8/t2/#", 0), 0u);
 }
 
 CAF_TEST(runs on several threads at once keep their own results) {
