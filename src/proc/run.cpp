@@ -112,7 +112,9 @@ std::optional<exit_status> peek_exit(pid_t pid) {
     rc = ::waitid(P_PID, static_cast<id_t>(pid), &info,
                   WEXITED | WNOHANG | WNOWAIT);
   } while (rc < 0 && errno == EINTR);
-  if (rc < 0 || info.si_pid == 0)
+  if (rc < 0) // ECHILD: reaped behind our back (SIGCHLD ignored); it is over
+    return exit_status{};
+  if (info.si_pid == 0)
     return std::nullopt;
   exit_status st;
   if (info.si_code == CLD_EXITED)

@@ -89,6 +89,17 @@ CAF_TEST(the log gets everything and the tail keeps the end) {
   CAF_CHECK_EQUAL(test::read_file(o.log_file).size(), 16896u);
 }
 
+CAF_TEST(a large output streams to the log without blocking the command) {
+  test::temp_dir dir;
+  auto o = sh("head -c 20000000 /dev/zero; echo end");
+  o.log_file = (dir.path() / "big.log").string();
+  auto r = run(o);
+  CAF_CHECK(r.success());
+  CAF_CHECK_EQUAL(std::filesystem::file_size(o.log_file), 20000004u);
+  CAF_CHECK_EQUAL(r.tail.size(), 64u * 1024u);
+  CAF_CHECK_EQUAL(r.tail.substr(r.tail.size() - 4), "end\n");
+}
+
 CAF_TEST(working directory environment and stdin reach the command) {
   test::temp_dir dir;
   dir.write("input.txt", "from stdin");
