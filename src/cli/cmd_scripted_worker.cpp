@@ -3,7 +3,6 @@
 // invocation of the JSON script (see src/worker/script.hpp).
 #include <unistd.h>
 
-#include <filesystem>
 #include <iostream>
 
 #include "src/cli/args.hpp"
@@ -20,17 +19,6 @@ const char* scripted_worker_help
     "reports, exits, hangs or crashes as the script says. Used by the\n"
     "`scripted` worker backend, for tests and the demo. Exit 2 on a bad\n"
     "script or a task the script does not cover.\n";
-
-namespace {
-
-/// This executable, to start hanging children with.
-std::string this_executable() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string{"taskforce"} : p.string();
-}
-
-} // namespace
 
 int run_scripted_worker_command(const std::vector<std::string>& argv,
                                 const global_options&) {
@@ -63,7 +51,7 @@ int run_scripted_worker_command(const std::vector<std::string>& argv,
                       + "\" and no \"default\"");
   std::cerr << "scripted worker: task " << task << ", invocation " << invocation
             << std::endl;
-  return perform_script_step(*step, this_executable());
+  return perform_script_step(*step, current_executable());
 }
 
 } // namespace taskforce::cli

@@ -273,6 +273,12 @@ std::vector<std::string> scripted_worker_argv(const std::string& binary,
           "--invocation", std::to_string(invocation)};
 }
 
+std::string current_executable() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string{"taskforce"} : p.string();
+}
+
 int perform_script_step(const script_step& step, const std::string& self) {
   for (auto& [path, text] : step.write)
     write_file(path, text, false);

@@ -107,6 +107,10 @@ std::vector<std::string> scripted_worker_argv(const std::string& binary,
                                               const std::string& task,
                                               uint64_t invocation);
 
+/// The path of the running executable (/proc/self/exe); "taskforce" when
+/// it cannot be read.
+std::string current_executable();
+
 /// Performs `step` in the current directory, as the scripted-worker
 /// subcommand does; returns the exit code (unless it hangs or crashes).
 /// `self` is the executable to start hanging children with.
