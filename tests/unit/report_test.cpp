@@ -1,6 +1,7 @@
 #define CAF_SUITE unit.report
 #include <caf/test/unit_test.hpp>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -224,4 +225,45 @@ CAF_TEST(backend names parse and print) {
        {worker_backend::shell, worker_backend::agent, worker_backend::scripted})
     CAF_CHECK(parse_worker_backend(to_string(b)) == b);
   CAF_CHECK(!parse_worker_backend("robot"));
+}
+
+CAF_TEST(mangled outputs never throw and always give one answer) {
+  // Random cuts, splices and byte flips of the table's inputs: the parser
+  // must answer with a report, an error or nothing, and never throw.
+  std::mt19937 rng{42};
+  const std::string alphabet = "`{}[]\":,\n json[task:done][task:blocked]";
+  size_t reports = 0, errors = 0, nothing = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto text = report_cases[rng() % report_cases.size()].output;
+    auto other = report_cases[rng() % report_cases.size()].output;
+    switch (rng() % 4) {
+      case 0:
+        text = text.substr(0, text.empty() ? 0 : rng() % text.size());
+        break;
+      case 1:
+        text += other.substr(other.empty() ? 0 : rng() % other.size());
+        break;
+      case 2:
+        for (int k = 0; k < 3 && !text.empty(); ++k)
+          text[rng() % text.size()] = alphabet[rng() % alphabet.size()];
+        break;
+      default: text.insert(text.empty() ? 0 : rng() % text.size(), other);
+    }
+    report_reading r;
+    try {
+      r = read_report(text);
+    } catch (const std::exception& e) {
+      CAF_FAIL("read_report threw on " << text << ": " << e.what());
+    }
+    CAF_CHECK(!(r.report && !r.error.empty()));
+    if (r.report)
+      ++reports;
+    else if (!r.error.empty())
+      ++errors;
+    else
+      ++nothing;
+  }
+  CAF_CHECK_GREATER(reports, 0u);
+  CAF_CHECK_GREATER(errors, 0u);
+  CAF_CHECK_GREATER(nothing, 0u);
 }
