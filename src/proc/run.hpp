@@ -55,7 +55,7 @@ class cancel_handle {
 
 /// What to run and how to watch it.
 struct run_options {
-  /// The program and its arguments (argv[0] searched on PATH).
+  /// The program and its arguments (argv[0] searched on the caller's PATH).
   std::vector<std::string> argv;
   /// The working directory; empty = the caller's.
   std::string cwd;

@@ -54,7 +54,7 @@ struct stdio {
 /// What to start.
 struct spawn_options {
   /// The program and its arguments; argv[0] without a '/' is searched on
-  /// PATH.
+  /// the caller's PATH (not one set in `env`).
   std::vector<std::string> argv;
   /// The child's working directory; empty = the caller's.
   std::string cwd;
