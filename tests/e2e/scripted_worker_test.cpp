@@ -4,8 +4,10 @@
 #include <caf/test/unit_test.hpp>
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -195,6 +197,48 @@ CAF_TEST(hanging children of a worker that exits do not outlive it) {
   auto children = hanging_children(r.tail);
   CAF_REQUIRE_EQUAL(children.size(), 1u);
   CAF_CHECK(gone(children[0]));
+}
+
+CAF_TEST(workers left behind by a killed parent are found by their label) {
+  // A stand-in for a taskforce killed mid-run: its worker (and the worker's
+  // hanging child) carry the run's label and survive it.
+  script(R"({"tasks": {"t1": [{"hang": true, "hang_children": 1}]}})");
+  auto args = scripted_worker_argv(TASKFORCE_BINARY, script_path, "t1", 1);
+  std::string command;
+  for (auto& a : args)
+    command += "'" + a + "' ";
+  proc::spawn_options so;
+  so.argv = {"sh", "-c", command + "& echo $!; wait"};
+  so.env = {{"TASKFORCE_PROC_TOKEN", "crashed-run/t1/#1-1"}};
+  so.out = proc::stdio::pipe();
+  so.err = proc::stdio::to_stdout();
+  auto parent = proc::spawn(so);
+  std::string out;
+  char buf[256];
+  // Read until the hanging child has been announced.
+  while (out.find("hanging child: ") == std::string::npos
+         || out.find('\n', out.find("hanging child: ")) == std::string::npos) {
+    auto n = ::read(parent.stdout_fd, buf, sizeof buf);
+    CAF_REQUIRE(n > 0);
+    out.append(buf, static_cast<size_t>(n));
+  }
+  pid_t worker = std::stoi(out);
+  auto children = hanging_children(out);
+  CAF_REQUIRE_EQUAL(children.size(), 1u);
+  ::kill(parent.pid, SIGKILL);
+  proc::wait_for(parent.pid);
+  ::close(parent.stdout_fd);
+  CAF_CHECK(!gone(worker));
+  CAF_CHECK_EQUAL(proc::kill_leftovers("crashed-run/"), 2u);
+  auto dead = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(in, line);
+    auto close = line.rfind(')');
+    return gone(pid) || (close != std::string::npos && line[close + 2] == 'Z');
+  };
+  CAF_CHECK(dead(worker));
+  CAF_CHECK(dead(children[0]));
 }
 
 CAF_TEST(a bad script or an uncovered task exits 2 and says why) {
