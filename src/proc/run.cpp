@@ -329,22 +329,31 @@ size_t kill_leftovers(const std::string& label) {
   };
   std::set<pid_t> killed;
   auto give_up = clock_type::now() + std::chrono::seconds(5);
+  // A dying process stops showing its environment before it is a zombie,
+  // so the scan ends first; then each one is waited for until it is gone or
+  // a zombie (those we adopted are ours to reap; init reaps the others).
   for (;;) {
-    // A killed process drops out of the scan once it is a zombie (its
-    // environment reads empty), so the loop ends when all are dead.
     auto found = scan();
     if (found.empty() || clock_type::now() > give_up)
-      return killed.size();
+      break;
     for (pid_t pid : found)
       if (::kill(pid, SIGKILL) == 0)
         killed.insert(pid);
     std::this_thread::sleep_for(milliseconds(2));
-    // Those we adopted are ours to reap; init reaps the others.
-    std::lock_guard<std::mutex> guard{registry_mutex()};
-    for (pid_t pid : found)
-      if (registered_children().count(pid) == 0)
-        ::waitpid(pid, nullptr, WNOHANG);
   }
+  for (pid_t pid : killed) {
+    while (clock_type::now() < give_up) {
+      {
+        std::lock_guard<std::mutex> guard{registry_mutex()};
+        if (registered_children().count(pid) == 0)
+          ::waitpid(pid, nullptr, WNOHANG);
+      }
+      if (::kill(pid, 0) != 0 || is_zombie(pid))
+        break;
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  }
+  return killed.size();
 }
 
 // --- run ---------------------------------------------------------------------
