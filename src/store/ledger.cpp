@@ -15,8 +15,7 @@ namespace taskforce::store {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-// --- free functions
-// ------------------------------------------------------------
+// --- free functions ----------------------------------------------------------
 
 int64_t wall_clock_ms() {
   using namespace std::chrono;
@@ -128,8 +127,7 @@ bool sets_finished(task_state x) {
 
 } // namespace
 
-// --- statements
-// ------------------------------------------------------------------
+// --- statements --------------------------------------------------------------
 
 namespace {
 
@@ -548,8 +546,7 @@ std::string to_status_json(const run_status& x) {
   return dump(j);
 }
 
-// --- opening
-// ---------------------------------------------------------------------
+// --- opening -----------------------------------------------------------------
 
 ledger::ledger(sqlite3* db, std::filesystem::path path)
   : db_(db), path_(std::move(path)), cache_(new detail::statement_cache) {
@@ -610,6 +607,10 @@ ledger ledger::open(const std::filesystem::path& path,
                 options.synchronous_full ? "PRAGMA synchronous = FULL"
                                          : "PRAGMA synchronous = NORMAL",
                 "setting synchronous");
+    // The common case, an up-to-date ledger, takes no write lock: opening
+    // must not wait for a run that is writing.
+    if (pragma_int(db, "PRAGMA user_version") == ledger_schema_version)
+      return result;
     transaction txn{db, true};
     auto version = pragma_int(db, "PRAGMA user_version");
     if (version > ledger_schema_version)
@@ -637,8 +638,7 @@ ledger ledger::open(const std::filesystem::path& path,
   return result;
 }
 
-// --- internals shared by the operations
-// --------------------------------------------
+// --- internals shared by the operations --------------------------------------
 
 namespace {
 
@@ -890,8 +890,7 @@ event_row apply_run_state(cache& c, const std::string& run_id, run_state to,
 
 } // namespace
 
-// --- runs
-// ------------------------------------------------------------------------
+// --- runs --------------------------------------------------------------------
 
 void ledger::create_run(const new_run& run, int64_t now_ms) {
   parse_object(run.config_json, "the run's config");
@@ -1024,8 +1023,7 @@ std::vector<run_summary> ledger::list_runs() const {
   return result;
 }
 
-// --- tasks
-// -----------------------------------------------------------------------
+// --- tasks -------------------------------------------------------------------
 
 transition_result ledger::transition(const std::string& run_id,
                                      const std::string& task_id,
@@ -1101,8 +1099,7 @@ std::vector<attempt_row> ledger::attempts(const std::string& run_id,
   return load_attempts(*cache_, run_id, task_id);
 }
 
-// --- events
-// ----------------------------------------------------------------------
+// --- events ------------------------------------------------------------------
 
 event_row ledger::append_event(const std::string& run_id,
                                const std::optional<std::string>& task_id,
@@ -1128,8 +1125,7 @@ std::vector<event_row> ledger::events(const std::string& run_id,
   return result;
 }
 
-// --- what the commands show
-// ------------------------------------------------------
+// --- what the commands show --------------------------------------------------
 
 std::optional<run_status> ledger::status(const std::string& run_id) const {
   auto& c = *cache_;
@@ -1163,8 +1159,7 @@ std::optional<task_history> ledger::history(const std::string& run_id,
   return result;
 }
 
-// --- recovery
-// --------------------------------------------------------------------
+// --- recovery ----------------------------------------------------------------
 
 recovery ledger::mark_interrupted(const std::string& run_id,
                                   const std::string& reason, int64_t now_ms) {
