@@ -139,6 +139,8 @@ struct run_row {
   /// Why the run is paused, completed or aborted; null while running.
   std::optional<std::string> reason;
   int64_t created_ms = 0;
+  /// When the run row itself last changed (state, reason); task activity
+  /// is in the event log.
   int64_t updated_ms = 0;
   uint64_t max_concurrency = 0;
   /// The effective configuration, as a JSON object.
