@@ -260,11 +260,14 @@ struct task_change {
   std::optional<task_state> expect;
   /// Columns set together with the move.
   task_fields fields;
-  /// Added to the open attempt's usage.
+  /// Added to the usage of the task's latest attempt (the open one, or the
+  /// one this change closes).
   std::optional<store::usage> usage;
   /// Stored on the attempt this change closes.
   std::optional<int> exit_code;
-  /// A JSON object merged into the event's data.
+  /// A JSON object merged into the event's data; the ledger's own keys
+  /// (`from`, `to`, `event`, `attempt`, `reason`, `exit_code` and the
+  /// fields set) win over the caller's.
   std::string data_json = "{}";
 };
 
@@ -272,8 +275,8 @@ struct task_change {
 struct transition_result {
   /// The state the task left.
   task_state from = task_state::pending;
-  /// The attempt open after the change, or the one it closed; 0 when the
-  /// task has never had one.
+  /// The task's latest attempt number after the change (the one it opened,
+  /// continues or closed); 0 when the task has never had one.
   int attempt = 0;
   /// True when this change opened `attempt`.
   bool attempt_opened = false;

@@ -146,6 +146,18 @@ CAF_TEST(a read only open of a missing ledger says not found) {
   CAF_CHECK(!std::filesystem::exists(dir.path() / "nothing.sqlite"));
 }
 
+CAF_TEST(a read only connection reads a ledger nobody has open) {
+  db.create_run(sample_run("r1"), 1000);
+  db = ledger::open(dir.path() / "other.sqlite");
+  auto reader = ledger::open(file, ledger_options{true});
+  auto st = reader.status("r1");
+  CAF_REQUIRE(st.has_value());
+  CAF_CHECK_EQUAL(st->tasks.size(), 3u);
+  CAF_CHECK(fails([&] {
+    reader.transition("r1", "t1", to(task_state::ready), 1100);
+  }));
+}
+
 CAF_TEST(status json has exactly the command line shape) {
   db.create_run(sample_run("r1"), 1000);
   start("r1", "t1", 1100);
