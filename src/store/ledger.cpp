@@ -645,6 +645,11 @@ namespace {
 
 using cache = detail::statement_cache;
 
+void run_cached(cache& c, const std::string& sql) {
+  auto st = c.use(sql);
+  st.run();
+}
+
 event_row insert_event(cache& c, const std::string& run_id,
                        const std::optional<std::string>& task_id,
                        const std::string& kind, const std::string& data,
@@ -1027,6 +1032,33 @@ transition_result ledger::transition(const std::string& run_id,
   transaction txn{db_, true};
   auto result
     = apply_transition(*cache_, run_id, task_id, change, data, now_ms);
+  txn.commit();
+  return result;
+}
+
+std::vector<batch_outcome>
+ledger::transition_batch(const std::vector<task_change_request>& changes,
+                         int64_t now_ms) {
+  auto& c = *cache_;
+  std::vector<batch_outcome> result;
+  result.reserve(changes.size());
+  transaction txn{db_, true};
+  for (auto& req : changes) {
+    // A savepoint per change: a refused one is rolled back alone.
+    run_cached(c, "SAVEPOINT batch_item");
+    try {
+      auto data = parse_object(req.change.data_json, "the event data");
+      result.emplace_back(
+        apply_transition(c, req.run_id, req.task_id, req.change, data, now_ms));
+      run_cached(c, "RELEASE batch_item");
+    } catch (const ledger_error& e) {
+      if (e.code() == ledger_errc::sqlite)
+        throw; // the transaction itself is in doubt: all or nothing
+      run_cached(c, "ROLLBACK TO batch_item");
+      run_cached(c, "RELEASE batch_item");
+      result.emplace_back(e);
+    }
+  }
   txn.commit();
   return result;
 }

@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "src/run/task_state.hpp"
@@ -286,6 +287,17 @@ struct transition_result {
   event_row event;
 };
 
+/// One change of a `transition_batch`.
+struct task_change_request {
+  std::string run_id;
+  std::string task_id;
+  task_change change;
+};
+
+/// What became of one change of a batch: its result, or why it was refused
+/// (and nothing of it was written).
+using batch_outcome = std::variant<transition_result, ledger_error>;
+
 /// What `mark_interrupted` changed.
 struct recovery {
   /// Tasks moved from running/verifying to interrupted, in file order.
@@ -398,6 +410,17 @@ class ledger {
   transition_result transition(const std::string& run_id,
                                const std::string& task_id,
                                const task_change& change, int64_t now_ms);
+
+  /// Group commit: applies the changes in order in one transaction, so they
+  /// cost one sync instead of one each. Each change stands alone: a refused
+  /// one (not_found, invalid_transition, bad_json) writes nothing and the
+  /// others still apply; later changes see earlier ones. Throws (and writes
+  /// nothing at all) only when the transaction itself fails. A ledger actor
+  /// can gather the transitions waiting in its mailbox into one batch and
+  /// acknowledge each after the single commit.
+  std::vector<batch_outcome>
+  transition_batch(const std::vector<task_change_request>& changes,
+                   int64_t now_ms);
 
   /// Sets task columns without a state change and writes a `task.update`
   /// event (data: `data_json` plus the fields set). Throws not_found.

@@ -7,6 +7,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -420,6 +421,47 @@ CAF_TEST(attempts follow the task and repairs do not count) {
   CAF_CHECK_EQUAL(as[0].verify_log, "logs/r1/t1/attempt-1/verify.log");
   CAF_CHECK_EQUAL(as[1].state, attempt_state::running);
   CAF_CHECK(!as[1].ended_ms.has_value());
+}
+
+CAF_TEST(a batch commits its changes together and refuses the bad ones alone) {
+  db.create_run(sample_run("r1"), 1000);
+  auto req = [](const std::string& task, task_state s) {
+    return task_change_request{"r1", task, to(s)};
+  };
+  auto out = db.transition_batch(
+    {req("t1", task_state::ready), req("t1", task_state::running),
+     req("t2", task_state::done), req("t3", task_state::ready)},
+    1100);
+  CAF_REQUIRE_EQUAL(out.size(), 4u);
+  CAF_CHECK(std::holds_alternative<transition_result>(out[0]));
+  CAF_REQUIRE(std::holds_alternative<transition_result>(out[1]));
+  CAF_CHECK(std::get<transition_result>(out[1]).attempt_opened);
+  CAF_REQUIRE(std::holds_alternative<ledger_error>(out[2]));
+  CAF_CHECK_EQUAL(std::get<ledger_error>(out[2]).code(),
+                  ledger_errc::invalid_transition);
+  CAF_CHECK(std::holds_alternative<transition_result>(out[3]));
+  auto st = db.status("r1");
+  CAF_CHECK_EQUAL(st->tasks[0].state, task_state::running);
+  CAF_CHECK_EQUAL(st->tasks[0].attempts, 1);
+  CAF_CHECK_EQUAL(st->tasks[1].state, task_state::pending);
+  CAF_CHECK_EQUAL(st->tasks[2].state, task_state::ready);
+  CAF_CHECK_EQUAL(db.events("r1").size(), 4u);
+  CAF_CHECK_EQUAL(broken_invariants(db, "r1"), std::vector<std::string>{});
+  // A failure of the transaction itself writes nothing of the batch.
+  {
+    raw_db raw{file};
+    raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON events "
+             "WHEN NEW.task_id = 't3' BEGIN "
+             "SELECT RAISE(ABORT, 'disk full'); END");
+  }
+  CAF_CHECK(fails([&] {
+    db.transition_batch(
+      {req("t2", task_state::ready), req("t3", task_state::running)}, 1200);
+  }));
+  st = db.status("r1");
+  CAF_CHECK_EQUAL(st->tasks[1].state, task_state::pending);
+  CAF_CHECK_EQUAL(st->tasks[2].state, task_state::ready);
+  CAF_CHECK_EQUAL(db.events("r1").size(), 4u);
 }
 
 CAF_TEST(the latest unfinished run is found per file) {
