@@ -1,5 +1,6 @@
 #include "src/store/ledger.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -756,13 +757,27 @@ void write_fields(cache& c, const std::string& run_id,
   }
   if (f.gate_tail)
     sets.emplace_back("gate_tail", keep_tail(*f.gate_tail));
-  if (sets.empty())
+  if (f.clear_branch_and_worktree) {
+    sets.erase(std::remove_if(sets.begin(), sets.end(),
+                              [](auto& x) {
+                                return x.first == "branch"
+                                       || x.first == "worktree";
+                              }),
+               sets.end());
+    data.erase("branch");
+    data.erase("worktree");
+    data["cleared"] = json::array({"branch", "worktree"});
+  }
+  if (sets.empty() && !f.clear_branch_and_worktree)
     return;
   for (size_t i = 0; i < sets.size(); ++i) {
     if (i > 0)
       sql += ", ";
     sql += sets[i].first + " = ?" + std::to_string(i + 3);
   }
+  if (f.clear_branch_and_worktree)
+    sql += std::string{sets.empty() ? "" : ", "}
+           + "branch = NULL, worktree = NULL";
   sql += " WHERE run_id = ?1 AND task_id = ?2";
   auto st = c.use(sql);
   st.bind(1, run_id).bind(2, task_id);
@@ -1082,6 +1097,7 @@ event_row ledger::update_task(const std::string& run_id,
   }
   auto kind = fields.merge_commit && !fields.branch && !fields.worktree
                   && !fields.conflict_paths && !fields.gate_tail
+                  && !fields.clear_branch_and_worktree
                 ? "task.merge_commit"
                 : "task.update";
   auto ev = insert_event(c, run_id, task_id, kind, dump(data), now_ms);

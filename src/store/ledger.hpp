@@ -249,6 +249,9 @@ struct task_fields {
   std::optional<std::vector<std::string>> conflict_paths;
   /// Kept to its last 64 KiB.
   std::optional<std::string> gate_tail;
+  /// Sets branch and worktree to null (`discard` removed them); wins over
+  /// `branch` and `worktree` above.
+  bool clear_branch_and_worktree = false;
 };
 
 /// A task transition and what goes with it, written in one transaction.

@@ -578,6 +578,34 @@ CAF_TEST(history lists attempts events conflicts and the merge commit) {
   CAF_CHECK_EQUAL(db.events("r1", 0, 1).size(), 1u);
 }
 
+CAF_TEST(discard clears the branch and worktree of a task) {
+  db.create_run(sample_run("r1"), 1000);
+  db.transition("r1", "t1", to(task_state::ready), 1100);
+  task_change run = to(task_state::running);
+  run.fields.branch = "taskforce/r1/t1";
+  run.fields.worktree = "/repo/.taskforce/worktrees/r1/t1";
+  db.transition("r1", "t1", run, 1200);
+  db.transition("r1", "t1", to(task_state::interrupted), 1300);
+  task_change discard = to(task_state::pending);
+  discard.reason = "discarded";
+  discard.fields.clear_branch_and_worktree = true;
+  auto r = db.transition("r1", "t1", discard, 1400);
+  auto t = db.find_task("r1", "t1");
+  CAF_CHECK(!t->branch.has_value());
+  CAF_CHECK(!t->worktree.has_value());
+  CAF_CHECK_EQUAL(t->reason, std::optional<std::string>{"discarded"});
+  CAF_CHECK(json::parse(r.event.data_json).contains("cleared"));
+  // update_task can clear them too, without a state change.
+  task_fields f;
+  f.branch = "taskforce/r1/t1";
+  db.update_task("r1", "t1", f, 1500);
+  CAF_CHECK(db.find_task("r1", "t1")->branch.has_value());
+  task_fields clear;
+  clear.clear_branch_and_worktree = true;
+  db.update_task("r1", "t1", clear, 1600);
+  CAF_CHECK(!db.find_task("r1", "t1")->branch.has_value());
+}
+
 CAF_TEST(the event log cannot be rewritten) {
   db.create_run(sample_run("r1"), 1000);
   db.append_event("r1", std::nullopt, "note", R"({"text":"hello"})", 1100);
