@@ -276,13 +276,24 @@ std::vector<std::string> changed_paths(repository& worktree) {
 std::string commit_all(repository& worktree, const std::string& message,
                        const signature& author) {
   auto what = "commit all changes in " + worktree.workdir().string();
+  detail::relax_object_checks();
   auto index = detail::repository_index(worktree);
-  check(git_index_add_all(index.get(), nullptr, GIT_INDEX_ADD_DEFAULT, nullptr,
-                          nullptr),
-        what);
-  check(git_index_update_all(index.get(), nullptr, nullptr, nullptr), what);
+  check(git_index_read(index.get(), 0), what);
   if (git_index_has_conflicts(index.get()))
     throw error(what, "the index has unresolved conflicts");
+  // Stage exactly what status reports (one pass over the folder) instead of
+  // git_index_add_all + git_index_update_all (two passes).
+  auto root = worktree.workdir();
+  for (auto& path : changed_paths(worktree)) {
+    std::error_code ec;
+    auto type = fs::symlink_status(root / path, ec).type();
+    if (type == fs::file_type::regular || type == fs::file_type::symlink)
+      check(git_index_add_bypath(index.get(), path.c_str()),
+            what + ": stage " + path);
+    else
+      check(git_index_remove_bypath(index.get(), path.c_str()),
+            what + ": unstage " + path);
+  }
   check(git_index_write(index.get()), what);
   git_oid tree_id;
   check(git_index_write_tree(&tree_id, index.get()), what);
