@@ -132,8 +132,9 @@ void write_file(repository& repo, const fs::path& root,
   auto file = root / path;
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
-  auto tmp = file;
-  tmp += ".taskforce-tmp-" + std::to_string(::getpid());
+  // Staged inside the git folder: a kill leaves no stray file in the
+  // checkout, and the rename stays on one filesystem.
+  auto tmp = repo.git_dir() / "taskforce-checkout.tmp";
   git_blob* raw = nullptr;
   check(git_blob_lookup(&raw, repo.get(), &target.id), what);
   blob_ptr blob{raw};
@@ -278,6 +279,18 @@ bool checked_out_here(repository& repo, const std::string& branch) {
   }
 }
 
+// True when some linked worktree has `refs/heads/<branch>` checked out.
+bool checked_out_elsewhere(repository& repo, const std::string& branch) {
+  git_reference* raw = nullptr;
+  if (git_branch_lookup(&raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL)
+      != 0) {
+    git_error_clear();
+    return false;
+  }
+  reference_ptr ref{raw};
+  return git_branch_is_checked_out(ref.get()) == 1;
+}
+
 } // namespace
 
 // -- merge --------------------------------------------------------------------
@@ -322,6 +335,9 @@ merge_result merge_into_base(repository& repo, const std::string& branch,
     auto base_tree = detail::tree_of(base.get());
     // 2. Never overwrite the user's uncommitted edits in the checkout.
     bool here = checked_out_here(repo, base_branch);
+    if (!here && checked_out_elsewhere(repo, base_branch))
+      throw error(what, base_branch + " is checked out in a linked worktree;"
+                          " merging there would leave it behind its branch");
     std::vector<std::string> changed;
     if (here) {
       changed = changed_between(repo, base_tree.get(), new_tree.get());
@@ -364,11 +380,18 @@ merge_result merge_into_base(repository& repo, const std::string& branch,
     }
     check(rc, what);
     reference_ptr moved{ref_raw};
-    // 5. The checkout follows, path by path, never over an edit.
-    if (here)
-      result.skipped = update_checkout(repo, base_tree.get(), new_tree.get(),
-                                       changed)
-                         .kept;
+    // 5. The checkout follows, path by path, never over an edit. The merge
+    // is committed by now, so a failure here is reported, not thrown.
+    if (here) {
+      try {
+        result.skipped = update_checkout(repo, base_tree.get(),
+                                         new_tree.get(), changed)
+                           .kept;
+      } catch (const error& e) {
+        result.skipped = changed;
+        result.checkout_error = e.what();
+      }
+    }
     result.status = merge_result::outcome::merged;
     result.commit = to_hex(merge_id);
     return result;

@@ -45,6 +45,10 @@ struct merge_result {
   /// edited them between the check and the update (rare; they stay as the
   /// user left them, and git status shows them as changed).
   std::vector<std::string> skipped;
+  /// For merged: why the checkout could not be updated at all (e.g. the
+  /// user's git held index.lock), empty when it was. The merge itself is
+  /// done; call complete_checkout once the obstacle is gone.
+  std::string checkout_error;
 };
 
 /// The name of an outcome ("merged", "conflict", ...).
@@ -55,7 +59,8 @@ const char* to_string(merge_result::outcome x);
 /// never a fast-forward, then updates the main checkout when `base_branch`
 /// is checked out there. See the file comment for the order of writes.
 /// Throws `error` only for failures other than conflicts and dirtiness
-/// (missing branch, I/O, a lock held by someone else).
+/// (a missing branch, I/O, a ref lock held by someone else, the base
+/// checked out in a linked worktree), and then the base has not moved.
 merge_result merge_into_base(repository& repo, const std::string& branch,
                              const std::string& base_branch,
                              const std::string& message,

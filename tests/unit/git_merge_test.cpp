@@ -129,6 +129,24 @@ CAF_TEST(a merge into a base that is not checked out leaves the checkout alone) 
   CAF_CHECK_EQUAL(porcelain(), "");
 }
 
+CAF_TEST(a base checked out in a linked worktree is refused untouched) {
+  git_ok(root, {"branch", "release"});
+  git_ok(root, {"worktree", "add", "-q", (dir.path() / "release").string(),
+                "release"});
+  auto b = task_commit("t1", {{"src/a.txt", "task\n"}});
+  auto before = tip_of(repo, "release");
+  bool refused = false;
+  try {
+    git::merge_into_base(repo, b, "release", "m", who);
+  } catch (const git::error& e) {
+    refused = true;
+    CAF_CHECK(std::string{e.what()}.find("linked worktree")
+              != std::string::npos);
+  }
+  CAF_CHECK(refused);
+  CAF_CHECK_EQUAL(tip_of(repo, "release"), before);
+}
+
 CAF_TEST(merged_commit finds a merge the user did by hand) {
   auto b = task_commit("t1", {{"src/a.txt", "task\n"}});
   auto tip = tip_of(repo, b);
