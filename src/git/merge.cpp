@@ -440,6 +440,42 @@ checkout_repair complete_checkout(repository& repo) {
   return update_checkout(repo, from.get(), to.get(), paths);
 }
 
+// -- assist -------------------------------------------------------------------
+
+std::vector<std::string> apply_to_checkout(repository& repo,
+                                           const std::string& from,
+                                           const std::string& to) {
+  auto what = "apply the change from " + from + " to " + to + " to "
+              + repo.workdir().string();
+  auto a = detail::lookup_commit(repo, from);
+  auto b = detail::lookup_commit(repo, to);
+  auto a_tree = detail::tree_of(a.get());
+  auto b_tree = detail::tree_of(b.get());
+  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+  opts.flags = GIT_DIFF_SHOW_BINARY;
+  git_diff* raw = nullptr;
+  check(git_diff_tree_to_tree(&raw, repo.get(), a_tree.get(), b_tree.get(),
+                              &opts),
+        what);
+  diff_ptr diff{raw};
+  std::vector<std::string> paths;
+  auto n = git_diff_num_deltas(diff.get());
+  for (size_t i = 0; i < n; ++i) {
+    auto* delta = git_diff_get_delta(diff.get(), i);
+    paths.emplace_back(delta->old_file.path);
+    paths.emplace_back(delta->new_file.path);
+  }
+  detail::sort_unique(paths);
+  if (paths.empty())
+    return paths;
+  // libgit2 applies every patch in memory first and writes only when all
+  // of them apply.
+  git_apply_options aopts = GIT_APPLY_OPTIONS_INIT;
+  check(git_apply(repo.get(), diff.get(), GIT_APPLY_LOCATION_WORKDIR, &aopts),
+        what);
+  return paths;
+}
+
 // -- diff ---------------------------------------------------------------------
 
 std::string diff_text(repository& repo, const std::string& from,

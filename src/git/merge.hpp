@@ -88,6 +88,15 @@ struct checkout_repair {
 /// overwritten. A no-op on a checkout that is up to date.
 checkout_repair complete_checkout(repository& repo);
 
+/// Applies the change from commit `from` to commit `to` to the files of
+/// `repo`'s checkout, leaving it uncommitted and unstaged (assist mode:
+/// the user reviews and commits). All or nothing: when any change does not
+/// apply to the files as they are, nothing is written and this throws,
+/// naming the path. Returns the paths it changed.
+std::vector<std::string> apply_to_checkout(repository& repo,
+                                           const std::string& from,
+                                           const std::string& to);
+
 /// A patch text (`git diff` format) from commit `from` to commit `to`; with
 /// `to` empty, from `from` to the index and files of `repo`'s checkout,
 /// untracked files shown as added. For `taskforce diff TASK`: pass the

@@ -228,6 +228,35 @@ CAF_TEST(stale lock files from a killed git are cleared) {
   CAF_CHECK(fsck_clean());
 }
 
+CAF_TEST(assist mode applies a task to the checkout uncommitted) {
+  auto base = tip_of(repo, "main");
+  auto b = task_commit("t1", {{"src/a.txt", "a1\nassisted\na3\n"},
+                              {"src/added.txt", "added\n"}});
+  git_ok(wt_path("t1"), {"rm", "-q", "src/b.txt"});
+  git_ok(wt_path("t1"), {"commit", "-q", "-m", "drop b"});
+  write(root, "README.md", "user edit elsewhere\n");
+  auto paths = git::apply_to_checkout(repo, base, tip_of(repo, b));
+  CAF_CHECK_EQUAL(paths, (std::vector<std::string>{"src/a.txt", "src/added.txt",
+                                                    "src/b.txt"}));
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), base);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\nassisted\na3\n");
+  CAF_CHECK_EQUAL(porcelain(),
+                  " M README.md\n M src/a.txt\n D src/b.txt\n?? src/added.txt\n");
+  // A second task whose change no longer applies changes nothing.
+  auto b2 = task_commit("t2", {{"src/a.txt", "a1\nother\na3\n"},
+                               {"src/c.txt", "c\n"}});
+  bool refused = false;
+  try {
+    git::apply_to_checkout(repo, base, tip_of(repo, b2));
+  } catch (const git::error& e) {
+    refused = true;
+    CAF_MESSAGE("refused: " << e.what());
+  }
+  CAF_CHECK(refused);
+  CAF_CHECK(!fs::exists(root / "src/c.txt"));
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\nassisted\na3\n");
+}
+
 CAF_TEST(diff_text shows the work of a task as a patch) {
   auto b = task_commit("t1", {{"src/a.txt", "a1\nchanged\na3\n"}});
   auto base = tip_of(repo, "main");
