@@ -275,16 +275,22 @@ std::vector<std::string> changed_paths(repository& worktree) {
 
 std::string commit_all(repository& worktree, const std::string& message,
                        const signature& author) {
-  auto what = "commit all changes in " + worktree.workdir().string();
+  // One status pass instead of git_index_add_all + git_index_update_all
+  // (two passes over the folder).
+  return commit_paths(worktree, changed_paths(worktree), message, author);
+}
+
+std::string commit_paths(repository& repo,
+                         const std::vector<std::string>& paths,
+                         const std::string& message, const signature& author) {
+  auto what = "commit in " + repo.workdir().string();
   detail::relax_object_checks();
-  auto index = detail::repository_index(worktree);
+  auto index = detail::repository_index(repo);
   check(git_index_read(index.get(), 0), what);
   if (git_index_has_conflicts(index.get()))
     throw error(what, "the index has unresolved conflicts");
-  // Stage exactly what status reports (one pass over the folder) instead of
-  // git_index_add_all + git_index_update_all (two passes).
-  auto root = worktree.workdir();
-  for (auto& path : changed_paths(worktree)) {
+  auto root = repo.workdir();
+  for (auto& path : paths) {
     std::error_code ec;
     auto type = fs::symlink_status(root / path, ec).type();
     if (type == fs::file_type::regular || type == fs::file_type::symlink)
@@ -297,20 +303,20 @@ std::string commit_all(repository& worktree, const std::string& message,
   check(git_index_write(index.get()), what);
   git_oid tree_id;
   check(git_index_write_tree(&tree_id, index.get()), what);
-  auto head = head_commit(worktree);
+  auto head = head_commit(repo);
   commit_ptr parent;
   if (head) {
-    parent = detail::lookup_commit(worktree, *head);
+    parent = detail::lookup_commit(repo, *head);
     if (git_oid_equal(git_commit_tree_id(parent.get()), &tree_id))
       return *head; // nothing changed
   }
   git_tree* tree_raw = nullptr;
-  check(git_tree_lookup(&tree_raw, worktree.get(), &tree_id), what);
+  check(git_tree_lookup(&tree_raw, repo.get(), &tree_id), what);
   tree_ptr tree{tree_raw};
-  auto sig = detail::make_signature(worktree, author);
+  auto sig = detail::make_signature(repo, author);
   const git_commit* parents[] = {parent.get()};
   git_oid id;
-  check(git_commit_create(&id, worktree.get(), "HEAD", sig.get(), sig.get(),
+  check(git_commit_create(&id, repo.get(), "HEAD", sig.get(), sig.get(),
                           nullptr, message.c_str(), tree.get(), head ? 1 : 0,
                           parents),
         what);

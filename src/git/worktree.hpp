@@ -96,6 +96,16 @@ std::vector<std::string> changed_paths(repository& worktree);
 std::string commit_all(repository& worktree, const std::string& message,
                        const signature& author = {});
 
+/// Like commit_all, but stages only `paths` (repository-relative; a path
+/// whose file is gone is staged as deleted); other changes stay as they
+/// are. For tasks run in place in the main checkout, committing just their
+/// scope. Returns the new tip, or the unchanged tip when the staged tree
+/// equals HEAD's.
+std::string commit_paths(repository& repo,
+                         const std::vector<std::string>& paths,
+                         const std::string& message,
+                         const signature& author = {});
+
 /// The linked worktrees of `repo` (not the main checkout).
 std::vector<worktree_info> list_worktrees(repository& repo);
 

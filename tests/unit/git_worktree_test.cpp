@@ -116,6 +116,22 @@ CAF_TEST(commit_all records additions modifications and deletions) {
   CAF_CHECK(fsck_clean());
 }
 
+CAF_TEST(commit_paths commits only the given paths) {
+  auto before = tip_of(repo, "main");
+  write(root, "src/a.txt", "in scope\n");
+  write(root, "src/b.txt", "out of scope\n");
+  write(root, "scoped/new.txt", "new\n");
+  fs::remove(root / "README.md");
+  auto tip = git::commit_paths(repo, {"src/a.txt", "scoped/new.txt",
+                                      "README.md"},
+                               "in place", who);
+  CAF_CHECK_NOT_EQUAL(tip, before);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), tip);
+  CAF_CHECK_EQUAL(porcelain(), " M src/b.txt\n");
+  CAF_CHECK_EQUAL(git::commit_paths(repo, {"src/a.txt"}, "again", who), tip);
+  CAF_CHECK(fsck_clean());
+}
+
 CAF_TEST(reuse refuses a worktree holding unmerged or uncommitted work) {
   auto b = task_commit("t1", {{"src/a.txt", "work\n"}});
   auto tip = tip_of(repo, b);
