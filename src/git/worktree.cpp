@@ -143,18 +143,35 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
   if (ec)
     throw error(what, "cannot create " + abs.parent_path().string() + ": "
                         + ec.message());
-  auto name = worktree_name_for(branch);
   // A stale admin entry of a worktree whose folder is gone (a crash, or a
-  // folder deleted by hand) would block the name: prune it.
-  {
+  // folder deleted by hand) is pruned; a live one under the same name (a
+  // reused worktree now serving another branch) makes us pick the next
+  // free name.
+  auto base_name = worktree_name_for(branch);
+  std::string name;
+  for (int n = 1;; ++n) {
+    name = n == 1 ? base_name : base_name + "-" + std::to_string(n);
     git_worktree* raw = nullptr;
-    if (git_worktree_lookup(&raw, repo.get(), name.c_str()) == 0) {
-      worktree_ptr old{raw};
-      if (git_worktree_validate(old.get()) == 0)
-        throw error(what, "worktree " + name + " already exists at "
-                            + git_worktree_path(old.get()));
+    if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
+      git_error_clear();
+      break;
+    }
+    worktree_ptr old{raw};
+    if (git_worktree_validate(old.get()) != 0) {
+      git_error_clear();
       git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
       check(git_worktree_prune(old.get(), &popts), what);
+      break;
+    }
+  }
+  {
+    git_reference* raw = nullptr;
+    if (git_branch_lookup(&raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL)
+        == 0) {
+      reference_ptr ref{raw};
+      if (git_branch_is_checked_out(ref.get()) == 1)
+        throw error(what, "branch " + branch
+                            + " is checked out in another worktree");
     } else {
       git_error_clear();
     }

@@ -256,6 +256,29 @@ CAF_TEST(a worktree folder deleted by hand is pruned and its name reusable) {
   CAF_CHECK(fsck_clean());
 }
 
+CAF_TEST(a branch gets a new worktree while a reused one holds its old name) {
+  auto base = tip_of(repo, "main");
+  auto first = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
+                                    base);
+  auto r = git::reuse_worktree(repo, wt_path("t1"), "taskforce/r1/t2", base);
+  CAF_REQUIRE_EQUAL(r.status, reuse::reused);
+  auto again = git::create_worktree(repo, wt_path("t1-again"),
+                                    "taskforce/r1/t1", base);
+  CAF_CHECK_NOT_EQUAL(again.name, first.name);
+  CAF_CHECK_EQUAL(git::list_worktrees(repo).size(), 2u);
+  // A branch checked out elsewhere is refused before anything moves.
+  bool refused = false;
+  try {
+    git::create_worktree(repo, wt_path("t2-twice"), "taskforce/r1/t2", base);
+  } catch (const git::error& e) {
+    refused = true;
+    CAF_CHECK(std::string{e.what()}.find("checked out") != std::string::npos);
+  }
+  CAF_CHECK(refused);
+  CAF_CHECK(!fs::exists(wt_path("t2-twice")));
+  CAF_CHECK(fsck_clean());
+}
+
 CAF_TEST(a branch checked out in a worktree cannot be deleted) {
   auto info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
                                    tip_of(repo, "main"));
