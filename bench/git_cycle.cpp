@@ -194,8 +194,8 @@ void cli_cycle(const fs::path& root, size_t i, timing& t) {
     auto path = root / ".taskforce/worktrees/cli" / task;
     auto start = clock_type::now();
     auto step = start;
-    git_cli(root, {"worktree", "add", "-q", "-b", branch, path.string(),
-                   "main"});
+    git_cli(root,
+            {"worktree", "add", "-q", "-b", branch, path.string(), "main"});
     t.worktree_ms += ms_since(step);
     step = clock_type::now();
     edit(path, i);

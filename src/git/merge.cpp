@@ -89,9 +89,9 @@ entry_state workdir_entry(repository& repo, const fs::path& root,
     std::error_code ec;
     auto target = fs::read_symlink(file, ec).string();
     result.mode = GIT_FILEMODE_LINK;
-    check(git_odb_hash(&result.id, target.data(), target.size(),
-                       GIT_OBJECT_BLOB),
-          "hash " + path);
+    check(
+      git_odb_hash(&result.id, target.data(), target.size(), GIT_OBJECT_BLOB),
+      "hash " + path);
   } else if (S_ISREG(st.st_mode)) {
     result.mode = GIT_FILEMODE_BLOB;
     check(git_repository_hashfile(&result.id, repo.get(), file.c_str(),
@@ -108,8 +108,8 @@ bool same_content(const entry_state& disk, const entry_state& x) {
     return disk.mode == x.mode;
   bool disk_link = disk.mode == GIT_FILEMODE_LINK;
   bool x_link = x.mode == GIT_FILEMODE_LINK;
-  bool x_file = x.mode == GIT_FILEMODE_BLOB
-                || x.mode == GIT_FILEMODE_BLOB_EXECUTABLE;
+  bool x_file
+    = x.mode == GIT_FILEMODE_BLOB || x.mode == GIT_FILEMODE_BLOB_EXECUTABLE;
   if (disk_link != x_link || (!x_link && !x_file))
     return false;
   return disk.mode != 1 && git_oid_equal(&disk.id, &x.id);
@@ -126,8 +126,8 @@ void remove_empty_parents(const fs::path& root, fs::path dir) {
 
 // Writes `target`'s content for `path` into the checkout (atomically, by a
 // rename over the old file).
-void write_file(repository& repo, const fs::path& root,
-                const std::string& path, const entry_state& target) {
+void write_file(repository& repo, const fs::path& root, const std::string& path,
+                const entry_state& target) {
   auto what = "write " + path + " into the checkout";
   auto file = root / path;
   std::error_code ec;
@@ -152,7 +152,8 @@ void write_file(repository& repo, const fs::path& root,
           what);
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out.write(content.value.ptr, static_cast<std::streamsize>(content.value.size));
+      out.write(content.value.ptr,
+                static_cast<std::streamsize>(content.value.size));
       out.flush();
       if (!out)
         throw error(what, "cannot write " + tmp.string());
@@ -336,8 +337,9 @@ merge_result merge_into_base(repository& repo, const std::string& branch,
     // 2. Never overwrite the user's uncommitted edits in the checkout.
     bool here = checked_out_here(repo, base_branch);
     if (!here && checked_out_elsewhere(repo, base_branch))
-      throw error(what, base_branch + " is checked out in a linked worktree;"
-                          " merging there would leave it behind its branch");
+      throw error(what, base_branch
+                          + " is checked out in a linked worktree;"
+                            " merging there would leave it behind its branch");
     std::vector<std::string> changed;
     if (here) {
       changed = changed_between(repo, base_tree.get(), new_tree.get());
@@ -384,9 +386,9 @@ merge_result merge_into_base(repository& repo, const std::string& branch,
     // is committed by now, so a failure here is reported, not thrown.
     if (here) {
       try {
-        result.skipped = update_checkout(repo, base_tree.get(),
-                                         new_tree.get(), changed)
-                           .kept;
+        result.skipped
+          = update_checkout(repo, base_tree.get(), new_tree.get(), changed)
+              .kept;
       } catch (const error& e) {
         result.skipped = changed;
         result.checkout_error = e.what();
@@ -454,9 +456,9 @@ std::vector<std::string> apply_to_checkout(repository& repo,
   git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
   opts.flags = GIT_DIFF_SHOW_BINARY;
   git_diff* raw = nullptr;
-  check(git_diff_tree_to_tree(&raw, repo.get(), a_tree.get(), b_tree.get(),
-                              &opts),
-        what);
+  check(
+    git_diff_tree_to_tree(&raw, repo.get(), a_tree.get(), b_tree.get(), &opts),
+    what);
   diff_ptr diff{raw};
   std::vector<std::string> paths;
   auto n = git_diff_num_deltas(diff.get());

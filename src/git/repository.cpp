@@ -152,16 +152,15 @@ signature_ptr make_signature(repository& repo, const signature& who) {
     if (who.name.empty() && who.email.empty())
       return configured;
     auto name = who.name.empty() ? std::string{configured->name} : who.name;
-    auto email = who.email.empty() ? std::string{configured->email}
-                                   : who.email;
+    auto email = who.email.empty() ? std::string{configured->email} : who.email;
     check(git_signature_now(&raw, name.c_str(), email.c_str()),
           "make a signature for " + name);
     return signature_ptr{raw};
   }
   git_error_clear();
   auto name = who.name.empty() ? std::string{"taskforce"} : who.name;
-  auto email = who.email.empty() ? std::string{"taskforce@localhost"}
-                                 : who.email;
+  auto email
+    = who.email.empty() ? std::string{"taskforce@localhost"} : who.email;
   check(git_signature_now(&raw, name.c_str(), email.c_str()),
         "make a signature for " + name);
   return signature_ptr{raw};
@@ -169,9 +168,9 @@ signature_ptr make_signature(repository& repo, const signature& who) {
 
 git_oid branch_id(repository& repo, const std::string& branch) {
   git_oid id;
-  check(git_reference_name_to_id(&id, repo.get(),
-                                 ("refs/heads/" + branch).c_str()),
-        "find branch " + branch);
+  check(
+    git_reference_name_to_id(&id, repo.get(), ("refs/heads/" + branch).c_str()),
+    "find branch " + branch);
   return id;
 }
 
@@ -416,15 +415,16 @@ std::vector<branch_info> list_branches(repository& repo,
     const git_oid* target = git_reference_target(ref.get());
     result.push_back({short_name, target ? to_hex(*target) : std::string{}});
   }
-  std::sort(result.begin(), result.end(),
-            [](auto& x, auto& y) { return x.name < y.name; });
+  std::sort(result.begin(), result.end(), [](auto& x, auto& y) {
+    return x.name < y.name;
+  });
   return result;
 }
 
 bool delete_branch(repository& repo, const std::string& branch) {
   git_reference* raw = nullptr;
-  int rc = git_branch_lookup(&raw, repo.get(), branch.c_str(),
-                             GIT_BRANCH_LOCAL);
+  int rc
+    = git_branch_lookup(&raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL);
   if (rc == GIT_ENOTFOUND) {
     git_error_clear();
     return false;

@@ -25,7 +25,8 @@ std::string read_text(const fs::path& file) {
 }
 
 std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+  while (!s.empty()
+         && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
     s.pop_back();
   return s;
 }
@@ -170,8 +171,8 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
         == 0) {
       reference_ptr ref{raw};
       if (git_branch_is_checked_out(ref.get()) == 1)
-        throw error(what, "branch " + branch
-                            + " is checked out in another worktree");
+        throw error(what,
+                    "branch " + branch + " is checked out in another worktree");
     } else {
       git_error_clear();
     }
@@ -180,9 +181,9 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
     throw error(what, "branch " + branch + " holds commit " + *unmerged
                         + " that is not merged into " + base_commit);
   git_reference* ref_raw = nullptr;
-  check(git_branch_lookup(&ref_raw, repo.get(), branch.c_str(),
-                          GIT_BRANCH_LOCAL),
-        what);
+  check(
+    git_branch_lookup(&ref_raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL),
+    what);
   reference_ptr ref{ref_raw};
   git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
   opts.ref = ref.get();
@@ -239,8 +240,8 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
         == 0) {
       reference_ptr ref{raw};
       if (git_branch_is_checked_out(ref.get()) == 1)
-        throw error(what, "branch " + branch
-                            + " is checked out in another worktree");
+        throw error(what,
+                    "branch " + branch + " is checked out in another worktree");
     } else {
       git_error_clear();
     }
@@ -403,8 +404,8 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
   if (!trash.empty()) {
     fs::remove_all(trash, ec);
     if (ec)
-      throw error(what, "cannot delete " + trash.string() + ": "
-                          + ec.message());
+      throw error(what,
+                  "cannot delete " + trash.string() + ": " + ec.message());
   }
   return true;
 }

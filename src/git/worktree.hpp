@@ -78,8 +78,7 @@ struct reuse_result {
 /// the files that differ (like `git checkout -f -B branch base` followed by
 /// `git clean -fd`, without a fresh checkout). Ignored files are kept. Any
 /// work in the worktree makes it refuse and change nothing.
-reuse_result reuse_worktree(repository& repo,
-                            const std::filesystem::path& path,
+reuse_result reuse_worktree(repository& repo, const std::filesystem::path& path,
                             const std::string& branch,
                             const std::string& base_commit);
 

@@ -26,8 +26,12 @@ std::string task_branch(int i) {
 
 // Starts this test binary again running only the worker test below.
 pid_t spawn_worker(const fs::path& repo) {
-  std::vector<std::string> args{"/proc/self/exe", "-r", "60", "-s",
-                                "^unit\\.git_crash$", "-t",
+  std::vector<std::string> args{"/proc/self/exe",
+                                "-r",
+                                "60",
+                                "-s",
+                                "^unit\\.git_crash$",
+                                "-t",
                                 "^the worker merges every task branch$"};
   std::vector<char*> argv;
   for (auto& a : args)
@@ -112,10 +116,10 @@ CAF_TEST(merges killed at random instants recover with every task merged once) {
       ++kills;
     }
     finished = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!WIFEXITED(status) && !(WIFSIGNALED(status)
-                                 && WTERMSIG(status) == SIGKILL))
+    if (!WIFEXITED(status)
+        && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
       CAF_FAIL("the worker died in round " << round << " with status "
-                                            << status);
+                                           << status);
     if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
       CAF_FAIL("the worker failed in round " << round);
   }
@@ -124,8 +128,8 @@ CAF_TEST(merges killed at random instants recover with every task merged once) {
   CAF_CHECK(kills > 0);
   // Every task is merged exactly once, as the second parent of a merge on
   // the first-parent line.
-  auto parents = lines_of(git_ok(root, {"log", "--first-parent", "--merges",
-                                        "--format=%P", "main"}));
+  auto parents = lines_of(
+    git_ok(root, {"log", "--first-parent", "--merges", "--format=%P", "main"}));
   std::map<int, int> merged;
   for (auto& line : parents) {
     auto second = line.substr(41, 40);
