@@ -364,8 +364,30 @@ std::vector<worktree_info> list_worktrees(repository& repo) {
   return result;
 }
 
+namespace {
+
+fs::path trash_dir(repository& repo) {
+  return repo.common_dir() / "taskforce-trash";
+}
+
+// Moves `folder` into the trash; false when it cannot (another
+// filesystem), in which case nothing moved.
+bool move_to_trash(repository& repo, const fs::path& folder) {
+  static unsigned counter = 0;
+  auto trash = trash_dir(repo);
+  std::error_code ec;
+  fs::create_directories(trash, ec);
+  auto target = trash
+                / (folder.filename().string() + "-" + std::to_string(::getpid())
+                   + "-" + std::to_string(++counter));
+  fs::rename(folder, target, ec);
+  return !ec;
+}
+
+} // namespace
+
 bool remove_worktree(repository& repo, const std::string& name_or_path,
-                     bool force) {
+                     bool force, bool defer_deletion) {
   auto found = find_worktree(repo, name_or_path);
   if (!found)
     return false;
@@ -386,14 +408,16 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
   }
   // Move the folder aside first (atomic), so a kill never leaves a valid
   // worktree with half its files deleted; then drop the admin entry, then
-  // delete the moved folder.
-  fs::path trash;
+  // delete the moved folder (now, or later from the trash).
+  fs::path doomed;
   if (fs::exists(found->path, ec)) {
-    trash = found->path;
-    trash += ".removing-" + std::to_string(::getpid());
-    fs::rename(found->path, trash, ec);
-    if (ec)
-      throw error(what, "cannot move the folder aside: " + ec.message());
+    if (!(defer_deletion && move_to_trash(repo, found->path))) {
+      doomed = found->path;
+      doomed += ".removing-" + std::to_string(::getpid());
+      fs::rename(found->path, doomed, ec);
+      if (ec)
+        throw error(what, "cannot move the folder aside: " + ec.message());
+    }
   }
   auto wt = lookup_worktree(repo, found->name);
   git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
@@ -401,13 +425,29 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
   if (force)
     popts.flags |= GIT_WORKTREE_PRUNE_LOCKED;
   check(git_worktree_prune(wt.get(), &popts), what);
-  if (!trash.empty()) {
-    fs::remove_all(trash, ec);
+  if (!doomed.empty()) {
+    fs::remove_all(doomed, ec);
     if (ec)
       throw error(what,
-                  "cannot delete " + trash.string() + ": " + ec.message());
+                  "cannot delete " + doomed.string() + ": " + ec.message());
   }
   return true;
+}
+
+size_t empty_trash(repository& repo) {
+  auto trash = trash_dir(repo);
+  std::error_code ec;
+  size_t removed = 0;
+  for (auto& entry : fs::directory_iterator(trash, ec)) {
+    std::error_code ec2;
+    fs::remove_all(entry.path(), ec2);
+    if (ec2)
+      throw error("empty the trash " + trash.string(),
+                  "cannot delete " + entry.path().string() + ": "
+                    + ec2.message());
+    ++removed;
+  }
+  return removed;
 }
 
 std::vector<std::string> prune_worktrees(repository& repo) {

@@ -238,6 +238,24 @@ CAF_TEST(removing a worktree refuses uncommitted work unless forced) {
   CAF_CHECK(fsck_clean());
 }
 
+CAF_TEST(a deferred removal frees the path at once and the files later) {
+  auto info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
+                                   tip_of(repo, "main"));
+  CAF_CHECK(git::remove_worktree(repo, info.path.string(), false, true));
+  CAF_CHECK(!fs::exists(info.path));
+  CAF_CHECK(git::list_worktrees(repo).empty());
+  auto trash = root / ".git/taskforce-trash";
+  CAF_CHECK_EQUAL(
+    std::distance(fs::directory_iterator(trash), fs::directory_iterator{}), 1);
+  // The same path can serve a new worktree right away.
+  git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t2",
+                       tip_of(repo, "main"));
+  CAF_CHECK_EQUAL(git::empty_trash(repo), 1u);
+  CAF_CHECK(fs::is_empty(trash));
+  CAF_CHECK_EQUAL(git::empty_trash(repo), 0u);
+  CAF_CHECK(fsck_clean());
+}
+
 CAF_TEST(a worktree folder deleted by hand is pruned and its name reusable) {
   auto base = tip_of(repo, "main");
   auto info
