@@ -17,6 +17,10 @@ namespace taskforce::git {
 
 namespace {
 
+// The file in a worktree's admin folder that marks a reuse in progress; it
+// holds the HEAD the worktree had when the reuse began.
+constexpr const char* reuse_marker = "taskforce-reusing";
+
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::stringstream buffer;
@@ -215,22 +219,35 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
   result.worktree = *found;
   result.previous_branch = found->branch;
   auto wt = open(found->path);
-  // Work in progress of any kind keeps the worktree as it is.
-  if (git_repository_state(wt.get()) != GIT_REPOSITORY_STATE_NONE) {
-    result.status = reuse_result::outcome::uncommitted_work;
-    result.paths = {"(a merge, rebase or cherry-pick is in progress)"};
-    return result;
-  }
-  result.paths = changed_paths(wt);
-  if (!result.paths.empty()) {
-    result.status = reuse_result::outcome::uncommitted_work;
-    return result;
-  }
-  auto head = head_commit(wt);
-  if (head && !is_ancestor(repo, *head, base_commit)) {
-    result.status = reuse_result::outcome::unmerged_work;
-    result.commit = *head;
-    return result;
+  // A marker in the worktree's admin folder says a reuse began here and was
+  // cut short: the worktree was clean and merged when it began, and nothing
+  // but that reuse has touched it since, so its half-switched files are
+  // not work and may be overwritten.
+  auto marker = wt.git_dir() / reuse_marker;
+  auto interrupted = read_text(marker);
+  std::optional<std::string> head;
+  if (!interrupted.empty()) {
+    head = trim(interrupted);
+    if (head->size() != GIT_OID_HEXSZ)
+      head.reset();
+  } else {
+    // Work in progress of any kind keeps the worktree as it is.
+    if (git_repository_state(wt.get()) != GIT_REPOSITORY_STATE_NONE) {
+      result.status = reuse_result::outcome::uncommitted_work;
+      result.paths = {"(a merge, rebase or cherry-pick is in progress)"};
+      return result;
+    }
+    result.paths = changed_paths(wt);
+    if (!result.paths.empty()) {
+      result.status = reuse_result::outcome::uncommitted_work;
+      return result;
+    }
+    head = head_commit(wt);
+    if (head && !is_ancestor(repo, *head, base_commit)) {
+      result.status = reuse_result::outcome::unmerged_work;
+      result.commit = *head;
+      return result;
+    }
   }
   // The target branch must not hold work either, and must not be checked
   // out in another worktree.
@@ -246,19 +263,32 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
       git_error_clear();
     }
   }
-  if (auto unmerged = set_branch(repo, branch, base_commit)) {
-    result.status = reuse_result::outcome::branch_has_work;
-    result.commit = *unmerged;
-    return result;
+  {
+    auto tip = branch_tip(repo, branch);
+    if (tip && !is_ancestor(repo, *tip, base_commit)) {
+      result.status = reuse_result::outcome::branch_has_work;
+      result.commit = *tip;
+      return result;
+    }
   }
+  // From here on the worktree is half switched until the marker goes.
+  {
+    std::ofstream out(marker, std::ios::binary | std::ios::trunc);
+    out << head.value_or("") << '\n';
+    out.flush();
+    if (!out)
+      throw error(what, "cannot write " + marker.string());
+  }
+  set_branch(repo, branch, base_commit);
   // Bring the files to the base, writing only what differs from the old
-  // HEAD (the worktree is clean, so the old HEAD is what is on disk). HEAD
-  // moves last: a kill before it leaves the old branch checked out with
-  // changed files, which a later reuse refuses and nothing deletes.
+  // HEAD (the worktree is clean, so the old HEAD is what is on disk; after
+  // an interrupted reuse the files are a mix of both, so they are forced).
   auto base = detail::lookup_commit(repo, base_commit);
   auto base_tree = detail::tree_of(base.get());
   git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
-  co.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_RECREATE_MISSING;
+  co.checkout_strategy = interrupted.empty()
+                           ? GIT_CHECKOUT_SAFE | GIT_CHECKOUT_RECREATE_MISSING
+                           : GIT_CHECKOUT_FORCE;
   tree_ptr baseline;
   if (head) {
     auto old = detail::lookup_commit(wt, *head);
@@ -275,7 +305,10 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
   }
   check(git_repository_set_head(wt.get(), ("refs/heads/" + branch).c_str()),
         what);
+  std::error_code ec;
+  fs::remove(marker, ec);
   result.status = reuse_result::outcome::reused;
+  result.paths.clear();
   result.worktree.branch = branch;
   result.worktree.head = base_commit;
   return result;
@@ -394,7 +427,10 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
   auto what = "remove worktree " + found->path.string();
   std::error_code ec;
   bool folder = fs::exists(found->path / ".git", ec);
-  if (folder && !force) {
+  // A worktree whose reuse was cut short holds no work (see reuse_worktree).
+  bool reuse_interrupted = fs::exists(
+    repo.common_dir() / "worktrees" / found->name / reuse_marker, ec);
+  if (folder && !force && !reuse_interrupted) {
     auto wt = open(found->path);
     auto paths = changed_paths(wt);
     if (!paths.empty()) {

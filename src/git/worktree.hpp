@@ -77,7 +77,10 @@ struct reuse_result {
 /// `base_commit` and its files are brought to that commit, rewriting only
 /// the files that differ (like `git checkout -f -B branch base` followed by
 /// `git clean -fd`, without a fresh checkout). Ignored files are kept. Any
-/// work in the worktree makes it refuse and change nothing.
+/// work in the worktree makes it refuse and change nothing. A reuse cut
+/// short by a kill leaves a marker in the worktree's admin folder; the next
+/// reuse_worktree (or remove_worktree) of that worktree knows its
+/// half-switched files are no one's work and finishes (or removes) it.
 reuse_result reuse_worktree(repository& repo, const std::filesystem::path& path,
                             const std::string& branch,
                             const std::string& base_commit);
