@@ -189,14 +189,32 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
     git_branch_lookup(&ref_raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL),
     what);
   reference_ptr ref{ref_raw};
+  // The worktree is registered without files first, then marked, then
+  // checked out: a kill during the (long) checkout leaves a marked
+  // worktree that reuse_worktree finishes and remove_worktree removes,
+  // instead of one whose missing files look like a worker's deletions.
   git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
   opts.ref = ref.get();
-  opts.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
+  opts.checkout_options.checkout_strategy = GIT_CHECKOUT_NONE;
   git_worktree* wt_raw = nullptr;
   check(git_worktree_add(&wt_raw, repo.get(), name.c_str(), abs.c_str(), &opts),
         what);
-  worktree_ptr wt{wt_raw};
-  return worktree_info{name, git_worktree_path(wt.get()), branch, base_commit};
+  worktree_ptr wt_handle{wt_raw};
+  auto marker = repo.common_dir() / "worktrees" / name / reuse_marker;
+  {
+    std::ofstream out(marker, std::ios::binary | std::ios::trunc);
+    out << base_commit << '\n';
+    out.flush();
+    if (!out)
+      throw error(what, "cannot write " + marker.string());
+  }
+  auto wt = open(abs);
+  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+  co.checkout_strategy = GIT_CHECKOUT_FORCE;
+  check(git_checkout_head(wt.get(), &co), what);
+  fs::remove(marker, ec);
+  return worktree_info{name, git_worktree_path(wt_handle.get()), branch,
+                       base_commit};
 }
 
 // -- reuse --------------------------------------------------------------------

@@ -247,6 +247,23 @@ CAF_TEST(a reuse cut short by a kill is finished by the next reuse) {
   CAF_CHECK(fsck_clean());
 }
 
+CAF_TEST(a creation cut short by a kill is finished by a reuse) {
+  auto base = tip_of(repo, "main");
+  auto info
+    = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1", base);
+  // The kill: registered and marked, half the files written.
+  auto admin = git::open(info.path).git_dir();
+  write(admin, "taskforce-reusing", base + "\n");
+  fs::remove(info.path / "src/a.txt");
+  fs::remove(info.path / "README.md");
+  auto r = git::reuse_worktree(repo, info.path, "taskforce/r1/t1", base);
+  CAF_REQUIRE_EQUAL(r.status, reuse::reused);
+  CAF_CHECK_EQUAL(read_file(info.path / "src/a.txt"), "a1\na2\na3\n");
+  auto wt = git::open(info.path);
+  CAF_CHECK(git::changed_paths(wt).empty());
+  CAF_CHECK(!fs::exists(admin / "taskforce-reusing"));
+}
+
 CAF_TEST(removing a worktree refuses uncommitted work unless forced) {
   auto info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
                                    tip_of(repo, "main"));
