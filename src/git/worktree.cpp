@@ -35,6 +35,36 @@ std::string trim(std::string s) {
   return s;
 }
 
+// An admin folder that git_worktree_add began and a kill cut short: it
+// lacks the files written last (`gitdir`, `HEAD`). Such a folder never
+// described a usable worktree.
+bool unfinished_admin(const fs::path& admin) {
+  std::error_code ec;
+  return fs::is_directory(admin, ec)
+         && (!fs::exists(admin / "gitdir", ec)
+             || !fs::exists(admin / "HEAD", ec));
+}
+
+// When the worktree whose admin folder is `admin` was being created or
+// reused when a kill came, the commit its files came from (or "" when
+// unknown); nothing when it was not. A first checkout leaves the index
+// file; without one the worktree was never checked out.
+std::optional<std::string> interrupted_switch(repository& repo,
+                                              const fs::path& admin) {
+  std::error_code ec;
+  auto marker = read_text(admin / reuse_marker);
+  if (!marker.empty())
+    return trim(marker);
+  if (!fs::exists(admin / "index", ec)) {
+    auto head = trim(read_text(admin / "HEAD"));
+    const std::string ref_prefix = "ref: refs/heads/";
+    if (head.compare(0, ref_prefix.size(), ref_prefix) == 0)
+      return branch_tip(repo, head.substr(ref_prefix.size())).value_or("");
+    return head;
+  }
+  return std::nullopt;
+}
+
 // Compares paths after resolving what can be resolved, so "/tmp/x/" and a
 // symlinked spelling of the same folder match.
 bool same_path(const fs::path& a, const fs::path& b) {
@@ -139,6 +169,20 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
   auto what = "create worktree " + path.string() + " on branch " + branch;
   auto abs = fs::absolute(path).lexically_normal();
   std::error_code ec;
+  // A folder holding only the `.git` link of a registration a kill cut
+  // short (its admin folder missing or unfinished) is no one's work.
+  if (fs::is_regular_file(abs / ".git", ec)
+      && std::distance(fs::directory_iterator(abs, ec),
+                       fs::directory_iterator{})
+           == 1) {
+    auto link = trim(read_text(abs / ".git"));
+    const std::string prefix = "gitdir: ";
+    if (link.compare(0, prefix.size(), prefix) == 0) {
+      fs::path admin = link.substr(prefix.size());
+      if (!fs::exists(admin, ec) || unfinished_admin(admin))
+        fs::remove(abs / ".git", ec);
+    }
+  }
   if (fs::exists(abs, ec)) {
     if (!fs::is_directory(abs, ec) || !fs::is_empty(abs, ec))
       throw error(what, "the folder exists and is not empty");
@@ -156,10 +200,17 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
   std::string name;
   for (int n = 1;; ++n) {
     name = n == 1 ? base_name : base_name + "-" + std::to_string(n);
+    auto admin = repo.common_dir() / "worktrees" / name;
+    if (unfinished_admin(admin)) {
+      fs::remove_all(admin, ec);
+      break;
+    }
     git_worktree* raw = nullptr;
     if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
       git_error_clear();
-      break;
+      if (!fs::exists(admin, ec))
+        break;
+      continue; // unreadable, but not ours to delete
     }
     worktree_ptr old{raw};
     if (git_worktree_validate(old.get()) != 0) {
@@ -242,12 +293,11 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
   // but that reuse has touched it since, so its half-switched files are
   // not work and may be overwritten.
   auto marker = wt.git_dir() / reuse_marker;
-  auto interrupted = read_text(marker);
+  auto interrupted = interrupted_switch(repo, wt.git_dir());
   std::optional<std::string> head;
-  if (!interrupted.empty()) {
-    head = trim(interrupted);
-    if (head->size() != GIT_OID_HEXSZ)
-      head.reset();
+  if (interrupted) {
+    if (interrupted->size() == GIT_OID_HEXSZ)
+      head = *interrupted;
   } else {
     // Work in progress of any kind keeps the worktree as it is.
     if (git_repository_state(wt.get()) != GIT_REPOSITORY_STATE_NONE) {
@@ -304,7 +354,7 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
   auto base = detail::lookup_commit(repo, base_commit);
   auto base_tree = detail::tree_of(base.get());
   git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
-  co.checkout_strategy = interrupted.empty()
+  co.checkout_strategy = !interrupted
                            ? GIT_CHECKOUT_SAFE | GIT_CHECKOUT_RECREATE_MISSING
                            : GIT_CHECKOUT_FORCE;
   tree_ptr baseline;
@@ -446,8 +496,9 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
   std::error_code ec;
   bool folder = fs::exists(found->path / ".git", ec);
   // A worktree whose reuse was cut short holds no work (see reuse_worktree).
-  bool reuse_interrupted = fs::exists(
-    repo.common_dir() / "worktrees" / found->name / reuse_marker, ec);
+  bool reuse_interrupted
+    = interrupted_switch(repo, repo.common_dir() / "worktrees" / found->name)
+        .has_value();
   if (folder && !force && !reuse_interrupted) {
     auto wt = open(found->path);
     auto paths = changed_paths(wt);
@@ -510,6 +561,13 @@ std::vector<std::string> prune_worktrees(repository& repo) {
   std::vector<std::string> pruned;
   for (size_t i = 0; i < names.value.count; ++i) {
     std::string name = names.value.strings[i];
+    auto admin = repo.common_dir() / "worktrees" / name;
+    if (unfinished_admin(admin)) {
+      std::error_code ec;
+      fs::remove_all(admin, ec);
+      pruned.push_back(name);
+      continue;
+    }
     git_worktree* raw = nullptr;
     if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
       git_error_clear();

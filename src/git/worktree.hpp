@@ -130,7 +130,8 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
 /// there. Returns how many removed worktree folders it deleted.
 size_t empty_trash(repository& repo);
 
-/// Drops admin entries of worktrees whose folder is gone; returns their
+/// Drops admin entries of worktrees whose folder is gone, and unfinished
+/// ones a kill left in the middle of creating a worktree; returns their
 /// names.
 std::vector<std::string> prune_worktrees(repository& repo);
 
