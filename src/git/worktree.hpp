@@ -35,10 +35,18 @@ struct worktree_info {
 std::string worktree_name_for(const std::string& branch);
 
 /// Creates branch `branch` at `base_commit` and a linked worktree at `path`
-/// checked out on it, named worktree_name_for(branch). When the branch
-/// already exists, it is reset to `base_commit` only if its tip is already
-/// merged into `base_commit`; otherwise this throws (its work is kept).
-/// Throws when `path` exists and is not empty.
+/// checked out on it, named worktree_name_for(branch) (with "-2", "-3"...
+/// when a reused worktree still holds that name). When the branch already
+/// exists, it is reset to `base_commit` only if its tip is already merged
+/// into `base_commit`; otherwise this throws (its work is kept). Throws when
+/// the branch is checked out elsewhere, or when `path` exists and is not
+/// empty (a folder left with just the `.git` link of a registration a kill
+/// cut short counts as empty).
+///
+/// Caution for callers: a branch just created sits at the base, so
+/// merged_commit finds it "merged" before any work is committed on it.
+/// Record the base a branch was created at and treat the task as done only
+/// when the branch tip differs from it (or the worker reported no change).
 worktree_info create_worktree(repository& repo,
                               const std::filesystem::path& path,
                               const std::string& branch,
