@@ -471,9 +471,10 @@ fs::path trash_dir(repository& repo) {
   return repo.common_dir() / "taskforce-trash";
 }
 
-// Moves `folder` into the trash; false when it cannot (another
-// filesystem), in which case nothing moved.
-bool move_to_trash(repository& repo, const fs::path& folder) {
+// Moves `folder` into the trash and says where; nothing when it cannot
+// (another filesystem), in which case nothing moved.
+std::optional<fs::path> move_to_trash(repository& repo,
+                                      const fs::path& folder) {
   static unsigned counter = 0;
   auto trash = trash_dir(repo);
   std::error_code ec;
@@ -482,7 +483,9 @@ bool move_to_trash(repository& repo, const fs::path& folder) {
                 / (folder.filename().string() + "-" + std::to_string(::getpid())
                    + "-" + std::to_string(++counter));
   fs::rename(folder, target, ec);
-  return !ec;
+  if (ec)
+    return std::nullopt;
+  return target;
 }
 
 } // namespace
@@ -511,12 +514,16 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
       throw error(what, "it holds uncommitted changes: " + list);
     }
   }
-  // Move the folder aside first (atomic), so a kill never leaves a valid
-  // worktree with half its files deleted; then drop the admin entry, then
+  // Move the folder into the trash first (atomic), so a kill never leaves
+  // a valid worktree with half its files deleted, and what a kill leaves
+  // in the trash is found by empty_trash; then drop the admin entry, then
   // delete the moved folder (now, or later from the trash).
   fs::path doomed;
   if (fs::exists(found->path, ec)) {
-    if (!(defer_deletion && move_to_trash(repo, found->path))) {
+    if (auto moved = move_to_trash(repo, found->path)) {
+      if (!defer_deletion)
+        doomed = *moved;
+    } else {
       doomed = found->path;
       doomed += ".removing-" + std::to_string(::getpid());
       fs::rename(found->path, doomed, ec);
