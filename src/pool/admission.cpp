@@ -376,9 +376,18 @@ void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
     return;
   armed_generation_[index] = 0;
   if (index == 0) {
-    while (queued_line_.head != nullptr
-           && queued_line_.head->since + cfg_.queue_timeout_ms <= now)
-      time_out(*queued_line_.head, now);
+    // Count who is ahead before anyone of this batch leaves: waiters that
+    // give up at the same instant were still ahead of the later ones.
+    scratch_.clear();
+    ahead_.clear();
+    for (auto h = queued_line_.head;
+         h != nullptr && h->since + cfg_.queue_timeout_ms <= now;
+         h = h->next[1]) {
+      scratch_.push_back(h);
+      ahead_.push_back(ahead_of(*h));
+    }
+    for (size_t i = 0; i < scratch_.size(); ++i)
+      time_out(*scratch_[i], ahead_[i], now);
   } else {
     while (running_line_.head != nullptr
            && running_line_.head->since + cfg_.max_hold_ms <= now)
@@ -556,9 +565,8 @@ void admission::cancel(holder& h, release_reason reason, int64_t now) {
   erase_holder(h);
 }
 
-void admission::time_out(holder& h, int64_t now) {
+void admission::time_out(holder& h, size_t ahead, int64_t now) {
   auto waited = now - h.since;
-  auto ahead = ahead_of(h);
   auto& p = *h.pool;
   p.queue.erase(&h);
   --p.queue_size;
@@ -570,7 +578,8 @@ void admission::time_out(holder& h, int64_t now) {
        + " ms for a permit of pool " + quoted(*p.key) + " (queueTimeoutMs "
        + std::to_string(cfg_.queue_timeout_ms) + "); "
        + std::to_string(ahead) + (ahead == 1 ? " was" : " were")
-       + " still ahead of it"});
+       + " still ahead of it and " + std::to_string(p.in_use)
+       + (p.in_use == 1 ? " permit was" : " permits were") + " in use"});
   if (wants_events(h))
     event(pool_event_kind::timed_out, h).waited_ms = waited;
   erase_holder(h);

@@ -273,7 +273,7 @@ private:
   void let_go(holder& h, int64_t now);
   void finish(holder& h, release_reason reason, int64_t now);
   void cancel(holder& h, release_reason reason, int64_t now);
-  void time_out(holder& h, int64_t now);
+  void time_out(holder& h, size_t ahead, int64_t now);
   void force_release(holder& h, int64_t now);
   void ensure_timers(int64_t now);
   void arm(size_t index, uint64_t id, int64_t deadline, int64_t now);
@@ -315,6 +315,7 @@ private:
   std::unordered_map<uint64_t, connection_state> connections_;
   /// Scratch space for operations that touch many holders.
   std::vector<holder*> scratch_;
+  std::vector<size_t> ahead_;
   size_t subscribers_ = 0;
   /// Armed timers: [0] queue, [1] hold; generation 0 = none armed.
   uint64_t armed_generation_[2] = {0, 0};
