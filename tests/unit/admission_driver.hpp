@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,6 +32,8 @@ struct admission_driver {
       forced.push_back(f);
     for (auto& t : fx.arms)
       timers[t.id] = {t.generation, now + t.delay_ms};
+    if (on_effects)
+      on_effects();
   }
 
   pool::acquire_result acquire(const std::string& session,
@@ -130,6 +133,8 @@ struct admission_driver {
   };
 
   pool::admission core;
+  /// Called after every operation's effects were recorded.
+  std::function<void()> on_effects;
   uint64_t connection = 0;
   int64_t now = 1000;
   std::vector<pool_event> events;
