@@ -436,15 +436,23 @@ uint64_t admission::in_use(const std::string& key) const {
 // -- helpers ------------------------------------------------------------------
 
 admission::pool_state& admission::pool_for(const std::string& session) {
+  // Busy traffic hits the same pool again and again: skip the hash.
+  if (last_pool_ != nullptr
+      && (cfg_.mode == pool_mode::global || *last_pool_->key == session))
+    return *last_pool_;
   auto i = cfg_.mode == pool_mode::global ? pools_.try_emplace(global_key).first
                                           : pools_.try_emplace(session).first;
   i->second.key = &i->first;
+  last_pool_ = &i->second;
   return i->second;
 }
 
 void admission::drop_pool_if_idle(pool_state& p) {
-  if (p.in_use == 0 && p.queue_size == 0 && pools_.size() > kept_idle_pools)
+  if (p.in_use == 0 && p.queue_size == 0 && pools_.size() > kept_idle_pools) {
+    if (last_pool_ == &p)
+      last_pool_ = nullptr;
     pools_.erase(*p.key);
+  }
 }
 
 admission::holder& admission::new_holder(std::string&& name) {

@@ -297,6 +297,8 @@ private:
   /// Spare map nodes, so a busy pool allocates no holder per acquire.
   std::vector<holder_map::node_type> spare_holders_;
   std::unordered_map<std::string, pool_state> pools_;
+  /// The pool of the last lookup, or null.
+  pool_state* last_pool_ = nullptr;
   std::deque<permit> permit_store_;
   std::vector<permit*> spare_permits_;
   /// Every queued holder, oldest first (queue deadline order).
