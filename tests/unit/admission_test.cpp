@@ -512,6 +512,20 @@ CAF_TEST(a stale timer after a normal release changes nothing) {
   CAF_CHECK_EQUAL(d.forced.size(), 1u);
 }
 
+CAF_TEST(a timer forced before its deadline counts as due at its deadline) {
+  auto cfg = config(1);
+  cfg.max_hold_ms = 1000;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  auto armed = d.timers[pool::admission::hold_timer];
+  // Forced at once, as a test's trigger_timeout would.
+  d.core.expire(pool::admission::hold_timer, armed.generation, d.now);
+  d.absorb();
+  CAF_REQUIRE_EQUAL(d.forced.size(), 1u);
+  CAF_CHECK_EQUAL(d.forced[0].held_ms, 1000);
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
+}
+
 // -- status -------------------------------------------------------------------
 
 CAF_TEST(status shows running and queued holders of every pool) {
