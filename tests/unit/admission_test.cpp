@@ -430,6 +430,16 @@ CAF_TEST(a holder name is unique across connections running or queued) {
   CAF_CHECK(d.acquire("t", "a").status == acquire_status::granted);
 }
 
+CAF_TEST(an acquire without holder or session is a bad request) {
+  admission_driver d{config(1)};
+  CAF_CHECK(d.acquire("s", "").code == errc::bad_request);
+  CAF_CHECK(d.acquire("", "h").code == errc::bad_request);
+  CAF_CHECK(d.adopt("", "h", "k").code == errc::bad_request);
+  CAF_CHECK(d.adopt("s", "", "k").code == errc::bad_request);
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
+  CAF_CHECK(d.events.empty());
+}
+
 // -- connections --------------------------------------------------------------
 
 CAF_TEST(detaching a connection releases its holders and cancels its waits) {
