@@ -5,11 +5,17 @@ namespace taskforce::cli {
 
 int run_config_command(const std::vector<std::string>&, const global_options&);
 extern const char* config_help;
+int run_scripted_worker_command(const std::vector<std::string>&,
+                                const global_options&);
+extern const char* scripted_worker_help;
 
 const std::vector<command>& commands() {
   static const std::vector<command> table{
     {"config", "check a config file and print the effective config",
      config_help, run_config_command},
+    // Hidden (empty summary): the worker process of the `scripted` backend.
+    {"scripted-worker", "", scripted_worker_help,
+     run_scripted_worker_command},
   };
   return table;
 }
