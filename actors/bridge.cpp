@@ -198,7 +198,7 @@ void bridge_state::on_data(const std::string& chunk) {
       if (!skipping)
         partial.append(chunk, pos, std::string::npos);
       if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null", false);
+        auto seq = open_slot("null");
         fail(seq, "null", errc::bad_request,
              "line longer than " + std::to_string(max_line_bytes)
                + " bytes; skipped");
@@ -214,7 +214,7 @@ void bridge_state::on_data(const std::string& chunk) {
     } else {
       partial.append(chunk, pos, nl - pos);
       if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null", false);
+        auto seq = open_slot("null");
         fail(seq, "null", errc::bad_request,
              "line longer than " + std::to_string(max_line_bytes)
                + " bytes; skipped");
@@ -237,12 +237,12 @@ void bridge_state::on_line(const char* first, size_t size) {
   try {
     req = json::parse(first, first + size);
   } catch (const json::parse_error& e) {
-    auto seq = open_slot("null", false);
+    auto seq = open_slot("null");
     fail(seq, "null", errc::bad_request, parse_message(e));
     return;
   }
   if (!req.is_object()) {
-    auto seq = open_slot("null", false);
+    auto seq = open_slot("null");
     fail(seq, "null", errc::bad_request,
          "a request must be a JSON object, got " + std::string{req.type_name()});
     return;
@@ -264,7 +264,11 @@ void bridge_state::on_line(const char* first, size_t size) {
   else
     op = i->get<std::string>();
   bool is_acquire = op_problem.empty() && id_problem.empty() && op == "acquire";
-  auto seq = open_slot(id, is_acquire);
+  std::string holder;
+  if (is_acquire)
+    if (auto i = req.find("holder"); i != req.end() && i->is_string())
+      holder = i->get<std::string>();
+  auto seq = open_slot(id, holder, is_acquire);
   if (!op_problem.empty() || !id_problem.empty()) {
     fail(seq, id, errc::bad_request,
          op_problem.empty() ? id_problem : op_problem);
@@ -401,11 +405,32 @@ void bridge_state::on_close() {
 
 // -- output -------------------------------------------------------------------
 
-uint64_t bridge_state::open_slot(std::string id, bool acquire) {
+uint64_t bridge_state::open_slot(std::string id, std::string holder,
+                                 bool acquire) {
   auto seq = next_seq++;
-  if (!acquire)
-    blocked.emplace(seq, response_slot{std::move(id), {}, false});
+  blocked.emplace(seq, response_slot{std::move(id), {}, acquire,
+                                     std::move(holder)});
   return seq;
+}
+
+void bridge_state::on_queued(const std::string& holder) {
+  for (auto i = blocked.begin(); i != blocked.end(); ++i) {
+    auto& slot = i->second;
+    if (slot.acquire && slot.line.empty() && slot.holder == holder) {
+      // A queued acquire answers when granted; later answers go first.
+      blocked.erase(i);
+      drain();
+      maybe_finish();
+      return;
+    }
+  }
+}
+
+void bridge_state::drain() {
+  while (!blocked.empty() && !blocked.begin()->second.line.empty()) {
+    write(blocked.begin()->second.line);
+    blocked.erase(blocked.begin());
+  }
 }
 
 bool bridge_state::unanswered(uint64_t seq) const {
@@ -417,17 +442,15 @@ void bridge_state::answer(uint64_t seq, std::string line) {
   if (auto i = blocked.find(seq); i != blocked.end()) {
     i->second.line = std::move(line);
   } else if (blocked.empty() || blocked.begin()->first > seq) {
-    // A granted acquire with nothing unanswered before it goes out at once.
+    // A granted queued acquire with nothing unanswered before it goes out at
+    // once.
     write(line);
     return;
   } else {
     // A granted acquire waits behind earlier requests still unanswered.
-    blocked.emplace(seq, response_slot{{}, std::move(line), true});
+    blocked.emplace(seq, response_slot{{}, std::move(line), true, {}});
   }
-  while (!blocked.empty() && !blocked.begin()->second.line.empty()) {
-    write(blocked.begin()->second.line);
-    blocked.erase(blocked.begin());
-  }
+  drain();
   maybe_finish();
 }
 
@@ -523,8 +546,12 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
     },
     [self](caf::close_atom) { self->state.on_close(); },
     [self](event_atom, const pool_event& ev) {
-      if (!self->state.finished)
-        self->state.write(event_line(ev));
+      auto& st = self->state;
+      if (st.finished)
+        return;
+      st.write(event_line(ev));
+      if (ev.kind == pool_event_kind::queued && ev.connection == st.connection)
+        st.on_queued(ev.holder);
     },
     [self](caf::flush_atom) {
       self->state.flush_scheduled = false;

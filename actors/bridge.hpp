@@ -6,8 +6,9 @@
 //   reader can pace itself) and ends with `close`. Lines longer than
 //   max_line_bytes are refused with bad_request and skipped.
 // - Every request gets exactly one response. Responses leave in arrival
-//   order, except that an `acquire` still waiting for its permit lets later
-//   responses pass; once granted it waits behind earlier unanswered requests.
+//   order, except that an `acquire` that queued (its `queued` event came)
+//   lets later responses pass; once granted it still waits behind earlier
+//   unanswered requests.
 // - A malformed line gets bad_request (with the id where one could be read)
 //   and the connection lives on.
 // - Events go out as the pool sends them; output is batched per mailbox
@@ -36,8 +37,11 @@ struct response_slot {
   std::string id;
   /// The full response line once known; empty while unanswered.
   std::string line;
-  /// Whether this is an acquire (which may be answered out of order).
+  /// Whether this is an acquire (which may be answered out of order once
+  /// it is queued).
   bool acquire = false;
+  /// The holder an acquire asks for.
+  std::string holder;
 };
 
 /// The state of one bridge.
@@ -69,7 +73,14 @@ struct bridge_state {
   // -- output -----------------------------------------------------------------
 
   /// Opens a response slot for the next request; returns its number.
-  uint64_t open_slot(std::string id, bool acquire);
+  uint64_t open_slot(std::string id, std::string holder = {},
+                     bool acquire = false);
+
+  /// The acquire of `holder` queued: later answers may pass it.
+  void on_queued(const std::string& holder);
+
+  /// Writes the answers at the front that are complete.
+  void drain();
 
   /// Fills slot `seq` with `line` and writes what may go out now.
   void answer(uint64_t seq, std::string line);
@@ -129,7 +140,7 @@ struct bridge_state {
   /// The number the next request's slot gets.
   uint64_t next_seq = 0;
 
-  /// Unanswered non-acquire slots and the answers queued behind them.
+  /// Unanswered slots (but queued acquires) and the answers behind them.
   std::map<uint64_t, response_slot> blocked;
 
   /// Acquires still waiting for their permit, by slot number.
