@@ -9,7 +9,7 @@
 // 3. protocol: a child `taskforce serve --stdio`, driven over its pipes with
 //    pipelined acquire/release request lines.
 //
-// Usage: bench_pool [pairs_per_client] [protocol_pairs] [actor|mutex|protocol]
+// Usage: bench_pool [pairs_per_client] [protocol_pairs] [actor|bare|mutex|protocol]
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -104,6 +104,89 @@ double bench_actor(uint64_t pairs_per_client) {
     self->receive([](caf::ok_atom) {});
   auto secs = seconds_since(t0);
   self->send_exit(pool, caf::exit_reason::user_shutdown);
+  return clients * pairs_per_client / secs;
+}
+
+// -- 1b. a bare FIFO semaphore actor, to show what the pool's rules cost --------
+
+using bare_semaphore = caf::typed_actor<
+  caf::replies_to<acquire_atom, acquire_request>::with<grant>,
+  caf::replies_to<release_atom, std::string, release_reason>::with<bool>>;
+
+struct bare_state {
+  uint64_t free = permits;
+  std::deque<caf::typed_response_promise<grant>> waiting;
+};
+
+bare_semaphore::behavior_type
+bare(bare_semaphore::stateful_pointer<bare_state> self) {
+  return {
+    [=](acquire_atom, const acquire_request&) -> caf::result<grant> {
+      auto& st = self->state;
+      if (st.free > 0) {
+        --st.free;
+        return grant{};
+      }
+      st.waiting.push_back(self->make_response_promise<grant>());
+      return st.waiting.back();
+    },
+    [=](release_atom, const std::string&, release_reason) {
+      auto& st = self->state;
+      if (st.waiting.empty()) {
+        ++st.free;
+      } else {
+        // Direct hand-off: the permit goes to the oldest waiter.
+        st.waiting.front().deliver(grant{});
+        st.waiting.pop_front();
+      }
+      return true;
+    },
+  };
+}
+
+template <class Handle>
+caf::behavior generic_client(caf::event_based_actor* self, Handle pool,
+                             std::string holder, uint64_t n, caf::actor done) {
+  auto left = std::make_shared<uint64_t>(n);
+  auto step = std::make_shared<std::function<void()>>();
+  *step = [=] {
+    if (*left == 0) {
+      self->send(done, caf::ok_atom::value);
+      self->quit();
+      return;
+    }
+    --*left;
+    acquire_request req;
+    req.session = "bench";
+    req.holder = holder;
+    self->request(pool, caf::infinite, acquire_atom::value, req)
+      .then(
+        [=](const grant&) {
+          self
+            ->request(pool, caf::infinite, release_atom::value, holder,
+                      release_reason::completed)
+            .then([=](bool) { (*step)(); }, [=](caf::error&) { self->quit(); });
+        },
+        [=](caf::error&) { self->quit(); });
+  };
+  (*step)();
+  return {[](caf::ok_atom) {}};
+}
+
+double bench_bare_actor(uint64_t pairs_per_client) {
+  runtime_config cfg{2, false};
+  caf::actor_system sys{cfg};
+  auto sem = sys.spawn(bare);
+  caf::scoped_actor self{sys};
+  auto t0 = clock_type::now();
+  for (int i = 0; i < clients; ++i)
+    sys.spawn(generic_client<bare_semaphore>, sem,
+              "client-" + std::to_string(i), pairs_per_client,
+              caf::actor{self});
+  for (int i = 0; i < clients; ++i)
+    self->receive([](caf::ok_atom) {});
+  auto secs = seconds_since(t0);
+  self->send_exit(sem, caf::exit_reason::user_shutdown);
   return clients * pairs_per_client / secs;
 }
 
@@ -261,6 +344,12 @@ int main(int argc, char** argv) {
     if (only.empty() || only == "actor")
       actor = bench_actor(per_client);
     std::printf("  pool actor:          %12.0f pairs/s\n", actor);
+    if (only == "bare" || only.empty()) {
+      auto bare_rate = bench_bare_actor(per_client);
+      std::printf("  bare FIFO actor:     %12.0f pairs/s (no pool rules; "
+                  "for comparison)\n",
+                  bare_rate);
+    }
     if (only.empty() || only == "mutex")
       mutex = bench_mutex(per_client);
     std::printf("  mutex + condvar:     %12.0f pairs/s\n", mutex);
