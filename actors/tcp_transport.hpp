@@ -17,7 +17,9 @@ namespace taskforce {
 
 /// A listening server: its acceptor actor and the port it bound.
 struct tcp_server {
+  /// The broker that accepts connections; exiting it stops listening.
   caf::actor acceptor;
+  /// The port bound (the one the system picked for port 0).
   uint16_t port = 0;
 };
 
