@@ -5,6 +5,10 @@ namespace taskforce::cli {
 
 int run_config_command(const std::vector<std::string>&, const global_options&);
 extern const char* config_help;
+int run_demo_command(const std::vector<std::string>&, const global_options&);
+extern const char* demo_help;
+int run_serve_command(const std::vector<std::string>&, const global_options&);
+extern const char* serve_help;
 int run_scripted_worker_command(const std::vector<std::string>&,
                                 const global_options&);
 extern const char* scripted_worker_help;
@@ -13,6 +17,10 @@ const std::vector<command>& commands() {
   static const std::vector<command> table{
     {"config", "check a config file and print the effective config",
      config_help, run_config_command},
+    {"demo", "five subagents admitted through the pool, two at a time",
+     demo_help, run_demo_command},
+    {"serve", "serve the pool over JSON lines (stdio or TCP)", serve_help,
+     run_serve_command},
     // Hidden (empty summary): the worker process of the `scripted` backend.
     {"scripted-worker", "", scripted_worker_help,
      run_scripted_worker_command},
