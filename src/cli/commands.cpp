@@ -5,11 +5,15 @@ namespace taskforce::cli {
 
 int run_config_command(const std::vector<std::string>&, const global_options&);
 extern const char* config_help;
+int run_plan_command(const std::vector<std::string>&, const global_options&);
+extern const char* plan_help;
 
 const std::vector<command>& commands() {
   static const std::vector<command> table{
     {"config", "check a config file and print the effective config",
      config_help, run_config_command},
+    {"plan", "parse a task file and print its schedule, running nothing",
+     plan_help, run_plan_command},
   };
   return table;
 }
