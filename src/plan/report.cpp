@@ -100,9 +100,9 @@ std::string plan_text(const plan_result& plan, size_t width) {
   for (const auto& task : g.tasks()) {
     std::string gate = task.verify ? *task.verify : "-";
     if (task.needs_approval)
-      gate += " [approval]";
+      gate = "[approval] " + gate;
     if (task.held)
-      gate += " [held: " + task.hold_reason.value_or("") + "]";
+      gate = "[held] " + gate;
     std::string title = task.title;
     if (task.done) {
       title = "[x] " + title;
@@ -147,6 +147,15 @@ std::string plan_text(const plan_result& plan, size_t width) {
     while (!line.empty() && line.back() == ' ')
       line.pop_back();
     out << line << '\n';
+  }
+  bool any_held = false;
+  for (const auto& task : g.tasks()) {
+    if (!task.held || task.done)
+      continue;
+    if (!any_held)
+      out << "\nheld (they wait when they would start):\n";
+    any_held = true;
+    out << "  " << task.id << ": " << task.hold_reason.value_or("") << '\n';
   }
   out << "\nconflicts (never at the same time):\n";
   if (plan.conflicts.empty())
