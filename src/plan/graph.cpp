@@ -189,15 +189,15 @@ std::optional<size_t> task_graph::find(std::string_view id) const {
   return found->second;
 }
 
-void task_graph::add_conflict(size_t a, size_t b) {
-  conflicts_[a].push_back(b);
-  conflicts_[b].push_back(a);
-}
-
 void task_graph::build_conflicts(const graph_options& opts) {
   size_t n = tasks_.size();
-  conflicts_.assign(n, {});
   no_files_.assign(n, false);
+  // Pairs in both directions, sorted into one array at the end.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  auto add_conflict = [&edges](size_t a, size_t b) {
+    edges.emplace_back(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+    edges.emplace_back(static_cast<uint32_t>(b), static_cast<uint32_t>(a));
+  };
   for (size_t i = 0; i < n; ++i)
     no_files_[i] = !tasks_[i].done && tasks_[i].files.empty();
   // Files: each entry is tested exactly against the index's candidates
@@ -244,11 +244,17 @@ void task_graph::build_conflicts(const graph_options& opts) {
         if (a != b)
           add_conflict(a, b);
   }
-  for (auto& partners : conflicts_) {
-    std::sort(partners.begin(), partners.end());
-    partners.erase(std::unique(partners.begin(), partners.end()),
-                   partners.end());
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  offsets_.assign(n + 1, 0);
+  partners_.clear();
+  partners_.reserve(edges.size());
+  for (const auto& [a, b] : edges) {
+    ++offsets_[a + 1];
+    partners_.push_back(b);
   }
+  for (size_t i = 0; i < n; ++i)
+    offsets_[i + 1] += offsets_[i];
 }
 
 bool task_graph::conflict(size_t a, size_t b) const {
@@ -256,8 +262,9 @@ bool task_graph::conflict(size_t a, size_t b) const {
     return false;
   if (no_files_[a] || no_files_[b])
     return true;
-  const auto& partners = conflicts_[a];
-  return std::binary_search(partners.begin(), partners.end(), b);
+  auto first = partners_.begin() + static_cast<ptrdiff_t>(offsets_[a]);
+  auto last = partners_.begin() + static_cast<ptrdiff_t>(offsets_[a + 1]);
+  return std::binary_search(first, last, static_cast<uint32_t>(b));
 }
 
 std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
@@ -277,14 +284,17 @@ std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
       continue;
     }
     // Merge the partners after i with the file-less tasks after i.
-    const auto& partners = conflicts_[i];
-    auto p = std::upper_bound(partners.begin(), partners.end(), i);
+    auto p = std::upper_bound(
+      partners_.begin() + static_cast<ptrdiff_t>(offsets_[i]),
+      partners_.begin() + static_cast<ptrdiff_t>(offsets_[i + 1]),
+      static_cast<uint32_t>(i));
+    auto p_end = partners_.begin() + static_cast<ptrdiff_t>(offsets_[i + 1]);
     auto q = std::upper_bound(no_files.begin(), no_files.end(), i);
-    while (p != partners.end() || q != no_files.end()) {
+    while (p != p_end || q != no_files.end()) {
       size_t next;
-      if (q == no_files.end() || (p != partners.end() && *p < *q))
+      if (q == no_files.end() || (p != p_end && *p < *q))
         next = *p++;
-      else if (p == partners.end() || *q < *p)
+      else if (p == p_end || *q < *p)
         next = *q++;
       else {
         next = *p++;

@@ -90,7 +90,7 @@ glob::glob(std::string_view pattern) : pattern_(pattern) {
     throw std::invalid_argument("longer than 1024 characters");
   literal_ = !is_glob(pattern);
   if (literal_) {
-    base_ = pattern_;
+    base_size_ = pattern_.size();
     return;
   }
   // The base: whole leading segments without glob syntax.
@@ -101,7 +101,7 @@ glob::glob(std::string_view pattern) : pattern_(pattern) {
     if (pattern[i] == '/')
       cut = i;
   }
-  base_ = pattern_.substr(0, cut);
+  base_size_ = cut;
   std::string full = pattern_;
   if (full.back() == '/')
     full += "**";
@@ -251,8 +251,8 @@ bool intersects(const glob& a, const glob& b) {
   if (b.literal_)
     return a.matches(b.pattern_);
   // Every path of a glob lies under its base: disjoint bases never meet.
-  if (!is_segment_prefix(a.base_, b.base_)
-      && !is_segment_prefix(b.base_, a.base_))
+  if (!is_segment_prefix(a.base(), b.base())
+      && !is_segment_prefix(b.base(), a.base()))
     return false;
   // Searches the product automaton for a path both accept.
   std::vector<char> seen;
