@@ -70,7 +70,7 @@ public:
 
   /// Calls `f(i)` for every entry that may share a path with entry `e`
   /// (a superset; the caller tests exactly). May repeat an entry.
-  template <class F>
+  template<class F>
   void candidates(const entry& e, F&& f) const {
     // Globs at every directory above the base.
     auto globs_at = [&](uint32_t n) {
@@ -94,13 +94,14 @@ public:
       stack.pop_back();
       for (auto i = nodes_[n].first_entry; i != none; i = entries_[i].next)
         f(i);
-      for (auto c = nodes_[n].first_child; c != none; c = nodes_[c].next_sibling)
+      for (auto c = nodes_[n].first_child; c != none;
+           c = nodes_[c].next_sibling)
         stack.push_back(c);
     }
   }
 
   /// Calls `f(task)` for every task whose scope covers `path`.
-  template <class F>
+  template<class F>
   void covering(const std::string& path, F&& f) const {
     entry probe{0, scope::glob{path}, none};
     candidates(probe, [&](size_t i) {
@@ -113,7 +114,7 @@ private:
   /// Follows `base` segment by segment from the root, calling `above(n)`
   /// for each node passed before the last; returns the last node, or
   /// `none` when the path is not in the trie.
-  template <class F>
+  template<class F>
   uint32_t walk(std::string_view base, F&& above) const {
     uint32_t at = 0;
     for_each_segment(base, [&](std::string_view name) {
@@ -142,7 +143,7 @@ private:
     return at;
   }
 
-  template <class F>
+  template<class F>
   static void for_each_segment(std::string_view path, F&& f) {
     size_t start = 0;
     while (start < path.size()) {
@@ -161,8 +162,7 @@ private:
 
 } // namespace
 
-task_graph::task_graph(std::vector<task_spec> tasks,
-                       const graph_options& opts)
+task_graph::task_graph(std::vector<task_spec> tasks, const graph_options& opts)
   : tasks_(std::move(tasks)) {
   size_t n = tasks_.size();
   by_id_.reserve(n);
@@ -234,8 +234,12 @@ void task_graph::build_conflicts(const graph_options& opts) {
     std::vector<size_t> xs;
     std::vector<size_t> ys;
     try {
-      index.covering(x, [&](size_t t) { xs.push_back(t); });
-      index.covering(y, [&](size_t t) { ys.push_back(t); });
+      index.covering(x, [&](size_t t) {
+        xs.push_back(t);
+      });
+      index.covering(y, [&](size_t t) {
+        ys.push_back(t);
+      });
     } catch (const std::invalid_argument&) {
       continue; // a learned path is a plain path; ignore anything odd
     }
@@ -322,18 +326,22 @@ std::vector<size_t> task_graph::ready(const std::vector<bool>& finished,
   for (size_t i = 0; i < tasks_.size(); ++i) {
     if (tasks_[i].done || finished[i] || running[i])
       continue;
-    bool deps_met = std::all_of(deps_[i].begin(), deps_[i].end(), [&](size_t d) {
-      return tasks_[d].done || finished[d];
-    });
+    bool deps_met
+      = std::all_of(deps_[i].begin(), deps_[i].end(), [&](size_t d) {
+          return tasks_[d].done || finished[d];
+        });
     if (!deps_met)
       continue;
-    bool clashes = std::any_of(running_list.begin(), running_list.end(),
-                               [&](size_t r) { return conflict(i, r); });
+    bool clashes
+      = std::any_of(running_list.begin(), running_list.end(), [&](size_t r) {
+          return conflict(i, r);
+        });
     if (!clashes)
       result.push_back(i);
   }
-  std::sort(result.begin(), result.end(),
-            [this](size_t a, size_t b) { return before(a, b); });
+  std::sort(result.begin(), result.end(), [this](size_t a, size_t b) {
+    return before(a, b);
+  });
   return result;
 }
 
@@ -359,7 +367,9 @@ std::vector<std::vector<size_t>> simulate_waves(const task_graph& g,
   size_t n = g.size();
   // Deps still to finish per task; ready tasks kept in scheduling order.
   std::vector<size_t> waiting(n, 0);
-  auto order = [&g](size_t a, size_t b) { return g.before(a, b); };
+  auto order = [&g](size_t a, size_t b) {
+    return g.before(a, b);
+  };
   std::set<size_t, decltype(order)> ready(order);
   for (size_t i = 0; i < n; ++i) {
     if (g.task(i).done)

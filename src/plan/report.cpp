@@ -234,11 +234,11 @@ std::string plan_text(const plan_result& plan, size_t width) {
       title = "[x] " + title;
       ++done;
     }
-    rows.push_back({task.id, title, task.deps.empty() ? "-" : join(task.deps),
-                    task.files.empty() ? "(none: runs alone)"
-                                       : join(task.files),
-                    task.locks.empty() ? "-" : join(task.locks),
-                    std::to_string(task.priority), gate});
+    rows.push_back(
+      {task.id, title, task.deps.empty() ? "-" : join(task.deps),
+       task.files.empty() ? "(none: runs alone)" : join(task.files),
+       task.locks.empty() ? "-" : join(task.locks),
+       std::to_string(task.priority), gate});
   }
   std::vector<size_t> widths(7, 0);
   for (const auto& row : rows)
@@ -305,9 +305,8 @@ std::string plan_text(const plan_result& plan, size_t width) {
   out << '\n'
       << g.size() << " task" << (g.size() == 1 ? "" : "s") << " (" << done
       << " done), " << plan.conflicts.size() << " conflicting pair"
-      << (plan.conflicts.size() == 1 ? "" : "s") << ", "
-      << plan.waves.size() << " wave" << (plan.waves.size() == 1 ? "" : "s")
-      << '\n';
+      << (plan.conflicts.size() == 1 ? "" : "s") << ", " << plan.waves.size()
+      << " wave" << (plan.waves.size() == 1 ? "" : "s") << '\n';
   return out.str();
 }
 

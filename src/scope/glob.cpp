@@ -166,14 +166,10 @@ glob::glob(std::string_view pattern) : pattern_(pattern) {
 
 bool glob::token_accepts(const token& t, unsigned char c) const {
   switch (t.kind) {
-    case token::literal:
-      return t.ch == c;
-    case token::any_but_slash:
-      return c != '/';
-    case token::any:
-      return true;
-    case token::cls:
-      return classes_[t.ch].test(c);
+    case token::literal: return t.ch == c;
+    case token::any_but_slash: return c != '/';
+    case token::any: return true;
+    case token::cls: return classes_[t.ch].test(c);
   }
   return false;
 }

@@ -50,8 +50,7 @@ CAF_TEST(a parser that hangs is killed with its process group) {
   test::temp_dir dir;
   auto pid_file = (dir.path() / "child.pid").string();
   auto start = std::chrono::steady_clock::now();
-  auto r = run_with("sleep 30 & echo $! > " + pid_file + "; wait", "x\n",
-                    300);
+  auto r = run_with("sleep 30 & echo $! > " + pid_file + "; wait", "x\n", 300);
   auto took = std::chrono::steady_clock::now() - start;
   CAF_CHECK(has_error(r, "timed out after 300 ms"));
   CAF_CHECK(took < std::chrono::seconds(5));
@@ -78,13 +77,13 @@ CAF_TEST(a parser that hangs is killed with its process group) {
 }
 
 CAF_TEST(a failing parser a missing one and bad JSON are errors) {
-  CAF_CHECK(has_error(run_with("echo nope >&2; exit 4", "x"),
-                      "failed (exit 4): nope"));
+  CAF_CHECK(
+    has_error(run_with("echo nope >&2; exit 4", "x"), "failed (exit 4): nope"));
   CAF_CHECK(has_error(run_with("no-such-parser-program", "x"), "failed"));
   CAF_CHECK(has_error(run_with("echo '{\"tasks\": [}'", "x"), "invalid JSON"));
   CAF_CHECK(has_error(run_with("echo '[]'", "x"), "\"tasks\" array"));
-  CAF_CHECK(has_error(run_with("echo '{\"tasks\": []}'", "x"),
-                      "found no tasks"));
+  CAF_CHECK(
+    has_error(run_with("echo '{\"tasks\": []}'", "x"), "found no tasks"));
   CAF_CHECK(has_error(run_with("echo '{\"tasks\": [{\"title\": 3}]}'", "x"),
                       "\"title\" must be a string"));
 }
