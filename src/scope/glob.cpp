@@ -13,6 +13,9 @@ constexpr size_t max_alternatives = 64;
 /// Longer patterns are refused: intersection costs the product of lengths.
 constexpr size_t max_pattern = 1024;
 
+/// The most product-automaton states one intersection test may explore.
+constexpr size_t max_product_states = size_t{1} << 22;
+
 bool is_meta(char c) {
   return c == '*' || c == '?' || c == '[' || c == '{';
 }
@@ -250,6 +253,15 @@ bool intersects(const glob& a, const glob& b) {
   if (!is_segment_prefix(a.base(), b.base())
       && !is_segment_prefix(b.base(), a.base()))
     return false;
+  // Pathological patterns (hundreds of tokens times dozens of alternatives)
+  // would cost billions of steps; past this budget they are assumed to
+  // intersect, the conservative answer. Real scopes stay far below it.
+  size_t work = 0;
+  for (const auto& xs : a.alternatives_)
+    for (const auto& ys : b.alternatives_)
+      work += (xs.size() + 1) * (ys.size() + 1);
+  if (work > max_product_states)
+    return true;
   // Searches the product automaton for a path both accept.
   std::vector<char> seen;
   std::vector<std::pair<size_t, size_t>> stack;
