@@ -218,16 +218,23 @@ void task_graph::build_conflicts(const graph_options& opts) {
       }
     });
   }
-  // Locks: every pair of holders.
-  std::unordered_map<std::string, std::vector<size_t>> holders;
-  for (size_t i = 0; i < n; ++i)
-    if (!tasks_[i].done)
-      for (const auto& lock : tasks_[i].locks)
-        holders[lock].push_back(i);
-  for (const auto& [lock, tasks] : holders)
-    for (size_t a = 0; a < tasks.size(); ++a)
-      for (size_t b = a + 1; b < tasks.size(); ++b)
-        add_conflict(tasks[a], tasks[b]);
+  // Locks: numbered, and kept as holder lists rather than pairs, so a
+  // lock shared by thousands of tasks costs memory linear in them.
+  std::unordered_map<std::string, uint32_t> lock_ids;
+  lock_ids_.assign(n, {});
+  holders_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (tasks_[i].done)
+      continue;
+    for (const auto& lock : tasks_[i].locks) {
+      auto [it, fresh] = lock_ids.emplace(lock, holders_.size());
+      if (fresh)
+        holders_.emplace_back();
+      holders_[it->second].push_back(i);
+      lock_ids_[i].push_back(it->second);
+    }
+    std::sort(lock_ids_[i].begin(), lock_ids_[i].end());
+  }
   // Learned co-change pairs: a task covering one file against a task
   // covering the other.
   for (const auto& [x, y] : opts.co_change) {
@@ -266,6 +273,14 @@ bool task_graph::conflict(size_t a, size_t b) const {
     return false;
   if (no_files_[a] || no_files_[b])
     return true;
+  // A shared lock: both lists are short and sorted.
+  const auto& x = lock_ids_[a];
+  const auto& y = lock_ids_[b];
+  for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    if (x[i] == y[j])
+      return true;
+    x[i] < y[j] ? ++i : ++j;
+  }
   auto first = partners_.begin() + static_cast<ptrdiff_t>(offsets_[a]);
   auto last = partners_.begin() + static_cast<ptrdiff_t>(offsets_[a + 1]);
   return std::binary_search(first, last, static_cast<uint32_t>(b));
@@ -278,6 +293,7 @@ std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
   for (size_t i = 0; i < n; ++i)
     if (no_files_[i])
       no_files.push_back(i);
+  std::vector<size_t> later;
   for (size_t i = 0; i < n; ++i) {
     if (tasks_[i].done)
       continue;
@@ -287,25 +303,26 @@ std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
           pairs.emplace_back(i, j);
       continue;
     }
-    // Merge the partners after i with the file-less tasks after i.
-    auto p = std::upper_bound(
-      partners_.begin() + static_cast<ptrdiff_t>(offsets_[i]),
-      partners_.begin() + static_cast<ptrdiff_t>(offsets_[i + 1]),
-      static_cast<uint32_t>(i));
-    auto p_end = partners_.begin() + static_cast<ptrdiff_t>(offsets_[i + 1]);
-    auto q = std::upper_bound(no_files.begin(), no_files.end(), i);
-    while (p != p_end || q != no_files.end()) {
-      size_t next;
-      if (q == no_files.end() || (p != p_end && *p < *q))
-        next = *p++;
-      else if (p == p_end || *q < *p)
-        next = *q++;
-      else {
-        next = *p++;
-        ++q;
-      }
-      pairs.emplace_back(i, next);
+    // The partners after i: by files, without files, and by locks.
+    later.clear();
+    auto first = partners_.begin() + static_cast<ptrdiff_t>(offsets_[i]);
+    auto last = partners_.begin() + static_cast<ptrdiff_t>(offsets_[i + 1]);
+    for (auto p = std::upper_bound(first, last, static_cast<uint32_t>(i));
+         p != last; ++p)
+      later.push_back(*p);
+    later.insert(later.end(), std::upper_bound(no_files.begin(),
+                                               no_files.end(), i),
+                 no_files.end());
+    for (auto lock : lock_ids_[i]) {
+      const auto& holders = holders_[lock];
+      later.insert(later.end(), std::upper_bound(holders.begin(),
+                                                 holders.end(), i),
+                   holders.end());
     }
+    std::sort(later.begin(), later.end());
+    later.erase(std::unique(later.begin(), later.end()), later.end());
+    for (auto j : later)
+      pairs.emplace_back(i, j);
   }
   return pairs;
 }

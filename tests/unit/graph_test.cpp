@@ -159,3 +159,15 @@ CAF_TEST(the index finds conflicts among many tasks like the naive check) {
   CAF_CHECK_EQUAL(g.conflict_pairs(), naive);
   CAF_CHECK(!naive.empty());
 }
+
+CAF_TEST(a lock shared by a thousand tasks serialises all of them) {
+  std::vector<task_spec> tasks;
+  for (int i = 0; i < 1000; ++i)
+    tasks.push_back(make("t" + std::to_string(i), {"f" + std::to_string(i)},
+                         {"db", "lock" + std::to_string(i % 7)}));
+  auto g = graph_of(tasks);
+  CAF_CHECK(g.conflict(0, 999));
+  CAF_CHECK(g.conflict(999, 0));
+  CAF_CHECK_EQUAL(g.conflict_pairs().size(), 1000u * 999u / 2u);
+  CAF_CHECK_EQUAL(simulate_waves(g, 3).size(), 1000u);
+}
