@@ -254,10 +254,14 @@ std::string plan_text(const plan_result& plan, size_t width) {
     return sum;
   };
   const size_t flexible[] = {1, 2, 3, 4, 6};
+  // The title keeps a head start of ten columns: it says what the task is.
+  auto weight = [&](size_t c) {
+    return c == 1 ? widths[c] - std::min<size_t>(widths[c], 10) : widths[c];
+  };
   while (total() > width) {
     size_t widest = flexible[0];
     for (auto c : flexible)
-      if (widths[c] > widths[widest])
+      if (weight(c) > weight(widest))
         widest = c;
     if (widths[widest] <= 6)
       break;
