@@ -258,12 +258,13 @@ std::string plan_text(const plan_result& plan, size_t width) {
   auto weight = [&](size_t c) {
     return c == 1 ? widths[c] - std::min<size_t>(widths[c], 10) : widths[c];
   };
+  // Columns never shrink below six: past that the table overflows.
   while (total() > width) {
-    size_t widest = flexible[0];
+    size_t widest = 0;
     for (auto c : flexible)
-      if (weight(c) > weight(widest))
+      if (widths[c] > 6 && (widest == 0 || weight(c) > weight(widest)))
         widest = c;
-    if (widths[widest] <= 6)
+    if (widest == 0)
       break;
     --widths[widest];
   }
