@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory_resource>
 #include <set>
 
 #include "src/scope/glob.hpp"
@@ -157,7 +158,11 @@ private:
 
   std::vector<entry> entries_;
   std::vector<node> nodes_;
-  std::unordered_map<child_key, uint32_t, child_key_hash> children_;
+  /// The trie's nodes come from one arena: built once, freed at once, and
+  /// close together in memory.
+  std::pmr::monotonic_buffer_resource arena_;
+  std::pmr::unordered_map<child_key, uint32_t, child_key_hash> children_{
+    &arena_};
 };
 
 } // namespace
