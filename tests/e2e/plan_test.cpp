@@ -289,3 +289,41 @@ CAF_TEST(a custom parser command is run and its output validated) {
   CAF_CHECK_EQUAL(failed.status, 2);
   CAF_CHECK(failed.err.find("failed (exit 3): broken") != std::string::npos);
 }
+
+CAF_TEST(the config picks the headings format and sequential deps) {
+  repo_fixture repo;
+  repo.dir.write(".taskforce/config.json",
+                 R"({"run": {"taskFormat": "headings", "sequentialDeps": true,
+                             "approvalRisks": ["high"],
+                             "fields": {"Scope": "files"}}})");
+  repo.dir.write("tasks.md", "# Feature\n"
+                             "### 1. [x] Scaffold\n"
+                             "- **Files:** `src/app.ts`\n"
+                             "### 2. [ ] [design] Login page\n"
+                             "- **Scope:** `web/login/`\n"
+                             "- **Risk:** High\n"
+                             "- **Verify:** `npm run e2e -- login`\n"
+                             "### 3. [ ] Session store\n"
+                             "- **Scope:** `src/session.ts`\n"
+                             "- **Timeout:** 5m\n");
+  auto r = taskforce_cli({"plan", "tasks.md", "--json"}, repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 0);
+  auto plan = json::parse(r.out);
+  const auto& tasks = plan["tasks"];
+  CAF_REQUIRE_EQUAL(tasks.size(), 3u);
+  CAF_CHECK_EQUAL(tasks[0]["done"], true);
+  CAF_CHECK_EQUAL(tasks[1]["title"], "Login page");
+  CAF_CHECK_EQUAL(tasks[1]["deps"], json::parse(R"(["1"])"));
+  CAF_CHECK_EQUAL(tasks[1]["files"], json::parse(R"(["web/login/"])"));
+  CAF_CHECK_EQUAL(tasks[1]["verify"], "npm run e2e -- login");
+  CAF_CHECK_EQUAL(tasks[2]["deps"], json::parse(R"(["2"])"));
+  CAF_CHECK_EQUAL(tasks[2]["timeout_ms"], 300000);
+  CAF_CHECK_EQUAL(plan["waves"], json::parse(R"([["2"], ["3"]])"));
+  auto text = taskforce_cli({"plan", "tasks.md"}, repo.dir.path());
+  CAF_CHECK(text.out.find("[approval] npm run e2e") != std::string::npos);
+  // --format on the command line wins over the config.
+  auto checklist = taskforce_cli({"plan", "tasks.md", "--format", "checklist"},
+                                 repo.dir.path());
+  CAF_CHECK_EQUAL(checklist.status, 2);
+  CAF_CHECK(checklist.err.find("no tasks found") != std::string::npos);
+}
