@@ -51,6 +51,10 @@ struct child_key_hash {
 class scope_index {
 public:
   explicit scope_index(const std::vector<task_spec>& tasks) {
+    size_t count = 0;
+    for (const auto& task : tasks)
+      count += task.files.size();
+    entries_.reserve(count);
     for (size_t t = 0; t < tasks.size(); ++t)
       if (!tasks[t].done)
         for (const auto& file : tasks[t].files)
@@ -315,13 +319,13 @@ std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
     for (auto p = std::upper_bound(first, last, static_cast<uint32_t>(i));
          p != last; ++p)
       later.push_back(*p);
-    later.insert(later.end(), std::upper_bound(no_files.begin(),
-                                               no_files.end(), i),
+    later.insert(later.end(),
+                 std::upper_bound(no_files.begin(), no_files.end(), i),
                  no_files.end());
     for (auto lock : lock_ids_[i]) {
       const auto& holders = holders_[lock];
-      later.insert(later.end(), std::upper_bound(holders.begin(),
-                                                 holders.end(), i),
+      later.insert(later.end(),
+                   std::upper_bound(holders.begin(), holders.end(), i),
                    holders.end());
     }
     std::sort(later.begin(), later.end());
