@@ -50,11 +50,13 @@ struct child_key_hash {
 /// a path with it; everything else is never looked at.
 class scope_index {
 public:
-  explicit scope_index(const std::vector<task_spec>& tasks) {
-    size_t count = 0;
-    for (const auto& task : tasks)
-      count += task.files.size();
+  explicit scope_index(const std::vector<task_spec>& tasks)
+    : arena_(64 * files_of(tasks) + 1024) {
+    // Everything sized up front: growing big arrays while thousands of
+    // small blocks are being freed is what makes malloc slow down.
+    auto count = files_of(tasks);
     entries_.reserve(count);
+    nodes_.reserve(2 * count + 1);
     for (size_t t = 0; t < tasks.size(); ++t)
       if (!tasks[t].done)
         for (const auto& file : tasks[t].files)
@@ -116,6 +118,13 @@ public:
   }
 
 private:
+  static size_t files_of(const std::vector<task_spec>& tasks) {
+    size_t count = 0;
+    for (const auto& task : tasks)
+      count += task.files.size();
+    return count;
+  }
+
   /// Follows `base` segment by segment from the root, calling `above(n)`
   /// for each node passed before the last; returns the last node, or
   /// `none` when the path is not in the trie.

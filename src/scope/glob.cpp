@@ -108,13 +108,21 @@ glob::glob(std::string_view pattern) : pattern_(pattern) {
   std::string full = pattern_;
   if (full.back() == '/')
     full += "**";
-  std::vector<std::string> braced;
-  expand_braces(full, braced);
+  // The usual glob has one alternative: skip the expansion's temporaries.
   std::vector<std::string> expanded;
-  for (const auto& alternative : braced)
-    expand_globstar_dirs(alternative, 0, expanded);
+  if (full.find('{') == std::string::npos
+      && full.find("**/") == std::string::npos) {
+    expanded.push_back(std::move(full));
+  } else {
+    std::vector<std::string> braced;
+    expand_braces(full, braced);
+    for (const auto& alternative : braced)
+      expand_globstar_dirs(alternative, 0, expanded);
+  }
+  alternatives_.reserve(expanded.size());
   for (const auto& alternative : expanded) {
     std::vector<token> tokens;
+    tokens.reserve(alternative.size());
     for (size_t i = 0; i < alternative.size(); ++i) {
       char c = alternative[i];
       if (c == '*') {
