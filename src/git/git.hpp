@@ -1,0 +1,7 @@
+// The libgit2 layer in one include: repository.hpp, worktree.hpp, merge.hpp.
+#pragma once
+
+#include "src/git/error.hpp"
+#include "src/git/merge.hpp"
+#include "src/git/repository.hpp"
+#include "src/git/worktree.hpp"

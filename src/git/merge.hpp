@@ -1,0 +1,93 @@
+// Merging a task branch into the base branch, recognising merges done
+// elsewhere, and completing a checkout update cut short by a crash.
+//
+// merge_into_base orders its writes so that a kill at any instant leaves a
+// state that is either untouched or completed by complete_checkout:
+//   1. merge in memory (no MERGE_HEAD, no half-merged index ever appears),
+//   2. refuse if the update would overwrite tracked edits in the checkout,
+//   3. write the merge commit object (unreachable until step 4),
+//   4. move the base ref with compare-and-swap (the commit point),
+//   5. update index and files of the main checkout, only for the paths the
+//      merge changed and only where they still hold the base's content.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/git/repository.hpp"
+
+namespace taskforce::git {
+
+/// What merge_into_base did.
+struct merge_result {
+  /// The kinds of outcome.
+  enum class outcome {
+    /// A new merge commit is the base's tip (in `commit`).
+    merged,
+    /// The branch tip was already reachable from the base; `commit` is the
+    /// first commit on the base's first-parent line containing it.
+    already_merged,
+    /// The merge conflicts in `paths`; nothing was written.
+    conflict,
+    /// Tracked files in the main checkout that the merge would overwrite
+    /// hold uncommitted changes (or untracked files are in the way); listed
+    /// in `paths`; nothing was written.
+    dirty_checkout,
+  };
+  /// What happened.
+  outcome status = outcome::conflict;
+  /// The merge commit (merged, already_merged).
+  std::string commit;
+  /// Conflicting or dirty paths.
+  std::vector<std::string> paths;
+  /// For merged: paths whose checkout update was skipped because the user
+  /// edited them between the check and the update (rare; they stay as the
+  /// user left them, and git status shows them as changed).
+  std::vector<std::string> skipped;
+};
+
+/// The name of an outcome ("merged", "conflict", ...).
+const char* to_string(merge_result::outcome x);
+
+/// Merges local branch `branch` into local branch `base_branch` as a merge
+/// commit with the base tip as first parent and the branch tip as second,
+/// never a fast-forward, then updates the main checkout when `base_branch`
+/// is checked out there. See the file comment for the order of writes.
+/// Throws `error` only for failures other than conflicts and dirtiness
+/// (missing branch, I/O, a lock held by someone else).
+merge_result merge_into_base(repository& repo, const std::string& branch,
+                             const std::string& base_branch,
+                             const std::string& message,
+                             const signature& committer = {});
+
+/// If `branch_tip` is reachable from `base_branch`, the first (oldest)
+/// commit on the base's first-parent line that contains it; nothing
+/// otherwise. Recognises merges done by hand with the git CLI.
+std::optional<std::string> merged_commit(repository& repo,
+                                         const std::string& branch_tip,
+                                         const std::string& base_branch);
+
+/// What complete_checkout did.
+struct checkout_repair {
+  /// Paths brought to HEAD's content in the index and the files.
+  std::vector<std::string> updated;
+  /// Paths left alone because the user changed them.
+  std::vector<std::string> kept;
+};
+
+/// Recovery after a kill between moving the ref and updating the checkout:
+/// when HEAD is a merge commit, every path it changed against its first
+/// parent whose index entry and file still hold the first parent's content
+/// (or already HEAD's) is brought to HEAD's content. A user's edit is never
+/// overwritten. A no-op on a checkout that is up to date.
+checkout_repair complete_checkout(repository& repo);
+
+/// A patch text (`git diff` format) from commit `from` to commit `to`; with
+/// `to` empty, from `from` to the index and files of `repo`'s checkout,
+/// untracked files shown as added. For `taskforce diff TASK`: pass the
+/// merge base of the task branch and the base as `from`.
+std::string diff_text(repository& repo, const std::string& from,
+                      const std::string& to = "");
+
+} // namespace taskforce::git

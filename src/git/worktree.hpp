@@ -1,0 +1,113 @@
+// Linked worktrees for task attempts: create one per task branch, reuse a
+// merged one cheaply, list what changed in it, commit it, remove it.
+//
+// Rule kept by every function here: a worktree that holds work (uncommitted
+// changes, untracked files, or commits not reachable from the base) is never
+// reset, cleaned or deleted unless the caller says `force` explicitly (the
+// user's `taskforce discard`).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "src/git/repository.hpp"
+
+namespace taskforce::git {
+
+/// A linked worktree of the main repository.
+struct worktree_info {
+  /// The admin name under `.git/worktrees/` (no slashes).
+  std::string name;
+  /// The checkout's top folder.
+  std::filesystem::path path;
+  /// The branch checked out there (short name), "" when detached.
+  std::string branch;
+  /// The commit checked out there, "" when unborn.
+  std::string head;
+};
+
+/// A worktree admin name derived from a branch name: characters other than
+/// [A-Za-z0-9._-] become '-', and a short hash of the branch keeps two
+/// branches that differ only in those characters apart
+/// ("taskforce/r1/t2" -> "taskforce-r1-t2-1a2b3c").
+std::string worktree_name_for(const std::string& branch);
+
+/// Creates branch `branch` at `base_commit` and a linked worktree at `path`
+/// checked out on it, named worktree_name_for(branch). When the branch
+/// already exists, it is reset to `base_commit` only if its tip is already
+/// merged into `base_commit`; otherwise this throws (its work is kept).
+/// Throws when `path` exists and is not empty.
+worktree_info create_worktree(repository& repo,
+                              const std::filesystem::path& path,
+                              const std::string& branch,
+                              const std::string& base_commit);
+
+/// What reuse_worktree did.
+struct reuse_result {
+  /// Why a worktree was or was not reused.
+  enum class outcome {
+    /// Reset to the base on the new branch; ready for the next task.
+    reused,
+    /// `path` is not a valid linked worktree of this repository: create a
+    /// fresh one instead (after removing the folder if it is empty junk).
+    not_a_worktree,
+    /// Uncommitted or untracked changes are there (listed in `paths`).
+    uncommitted_work,
+    /// Its HEAD (in `commit`) is not merged into the new base.
+    unmerged_work,
+    /// The target branch exists with commits not merged into the base.
+    branch_has_work,
+  };
+  /// What happened.
+  outcome status = outcome::not_a_worktree;
+  /// The branch checked out there before (for delete_branch once merged).
+  std::string previous_branch;
+  /// The worktree as it is now.
+  worktree_info worktree;
+  /// For uncommitted_work: the changed paths.
+  std::vector<std::string> paths;
+  /// For unmerged_work and branch_has_work: the unmerged commit.
+  std::string commit;
+};
+
+/// The fast path for the next task: a clean worktree at `path` whose HEAD is
+/// merged into `base_commit` is switched to a new branch `branch` at
+/// `base_commit` and its files are brought to that commit, rewriting only
+/// the files that differ (like `git checkout -f -B branch base` followed by
+/// `git clean -fd`, without a fresh checkout). Ignored files are kept. Any
+/// work in the worktree makes it refuse and change nothing.
+reuse_result reuse_worktree(repository& repo,
+                            const std::filesystem::path& path,
+                            const std::string& branch,
+                            const std::string& base_commit);
+
+/// Every path that differs from HEAD in a worktree (repository-relative,
+/// sorted, unique): modified, added, deleted, type-changed, both sides of a
+/// rename, untracked files (untracked folders are listed file by file), in
+/// the index or the working folder. Ignored files are not listed.
+std::vector<std::string> changed_paths(repository& worktree);
+
+/// Stages every change (additions, modifications, deletions; ignored files
+/// stay out) and commits it on the worktree's branch with `message`.
+/// Returns the new tip, or the unchanged tip when there was nothing to
+/// commit. On an unborn branch it creates the root commit.
+std::string commit_all(repository& worktree, const std::string& message,
+                       const signature& author = {});
+
+/// The linked worktrees of `repo` (not the main checkout).
+std::vector<worktree_info> list_worktrees(repository& repo);
+
+/// Removes a linked worktree named by its admin name or its path: the
+/// folder and its admin entry. Without `force` it refuses (throws) when the
+/// worktree holds uncommitted or untracked changes. Its branch is kept (see
+/// delete_branch). False when no such worktree exists.
+bool remove_worktree(repository& repo, const std::string& name_or_path,
+                     bool force = false);
+
+/// Drops admin entries of worktrees whose folder is gone; returns their
+/// names.
+std::vector<std::string> prune_worktrees(repository& repo);
+
+} // namespace taskforce::git
