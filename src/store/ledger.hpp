@@ -1,0 +1,459 @@
+// The ledger: the durable record of runs, tasks, attempts and an append-only
+// event log, in one SQLite database (`.taskforce/ledger.sqlite`).
+//
+// Contract:
+// - One `ledger` object owns one connection and is used by one thread at a
+//   time (the ledger actor, detached). Other processes (`taskforce status`,
+//   `logs`, …) open their own connection and read while a run writes: the
+//   database is in WAL mode, so readers never wait for the writer.
+// - Every write is one `BEGIN IMMEDIATE` transaction with
+//   `synchronous=FULL`: when a call returns, its change survives a crash or a
+//   power cut. A task transition and its event commit together, so the
+//   orchestrator acts on a transition only after the ledger has it.
+// - The ledger enforces the task lifecycle (`allowed(from, to)` of
+//   task_state.hpp) and the run lifecycle, and keeps attempts in step with
+//   the task's state: entering `running` from ready/interrupted opens an
+//   attempt, leaving the attempt states closes it with an outcome.
+// - Failures throw `store::ledger_error`; nothing is half written.
+// - Timestamps are milliseconds since the Unix epoch, passed in by the
+//   caller (`wall_clock_ms()` in production, fixed values in tests).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/run/task_state.hpp"
+
+struct sqlite3;
+
+namespace taskforce::store {
+
+/// The schema version this code writes (`PRAGMA user_version`).
+constexpr int ledger_schema_version = 1;
+
+/// The database's file name inside `.taskforce/`.
+constexpr const char* ledger_file_name = "ledger.sqlite";
+
+/// Milliseconds since the Unix epoch, from the system clock.
+int64_t wall_clock_ms();
+
+/// A fresh run id, `YYYYMMDD-HHMMSS-xxxx` (UTC, 4 random hex digits): sorts
+/// by time, and stays unique when a deleted ledger restarts the count, so
+/// branch names `taskforce/<run>/<task>` never collide with old ones.
+std::string new_run_id(int64_t now_ms);
+
+/// A short fingerprint of a task file's content (`fnv1a64:<16 hex>`), to
+/// notice that a file changed between runs.
+std::string content_hash(std::string_view bytes);
+
+/// An attempt's log folder relative to `.taskforce/`:
+/// `logs/<run>/<task>/attempt-<n>`, holding `worker.log` and `verify.log`.
+std::string attempt_log_dir(const std::string& run_id,
+                            const std::string& task_id, int number);
+
+/// Why a ledger call failed.
+enum class ledger_errc {
+  /// SQLite reported an error (I/O, corruption, busy past the timeout…).
+  sqlite,
+  /// The database was written by a newer schema, or is not a ledger.
+  schema,
+  /// The run or task does not exist.
+  not_found,
+  /// The run or task already exists.
+  duplicate,
+  /// The lifecycle forbids the move, or the task was not in `expect`.
+  invalid_transition,
+  /// A JSON argument is not a JSON object.
+  bad_json,
+};
+
+/// A failed ledger call: `what()` says what and why, SQLite's message
+/// included.
+class ledger_error : public std::runtime_error {
+public:
+  ledger_error(ledger_errc code, const std::string& what)
+    : std::runtime_error(what), code_(code) {
+  }
+
+  /// The kind of failure.
+  ledger_errc code() const noexcept {
+    return code_;
+  }
+
+private:
+  ledger_errc code_;
+};
+
+/// How an attempt ended (attempts.state).
+enum class attempt_state : uint8_t {
+  /// Still open: the task is running or verifying.
+  running,
+  /// Scope check and gate passed (the task moved on to merging/review/done).
+  passed,
+  /// The attempt failed (the task went to failed, or back to ready/pending).
+  failed,
+  /// The worker reported blocked.
+  blocked,
+  /// Cut short; does not count towards `maxAttempts`.
+  interrupted,
+};
+
+/// The lowercase name.
+const char* to_string(attempt_state x);
+
+/// Parses an attempt state name; false when unknown.
+bool from_string(std::string_view name, attempt_state& out);
+
+/// Token and cost usage reported by a worker.
+struct usage {
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double cost_usd = 0;
+};
+
+// --- rows --------------------------------------------------------------------
+
+/// One row of `runs`.
+struct run_row {
+  std::string id;
+  /// The task file, relative to the repository root.
+  std::string file;
+  /// `content_hash` of the task file when the run was created.
+  std::string file_hash;
+  /// The branch tasks merge into.
+  std::string base_branch;
+  run_state state = run_state::running;
+  /// Why the run is paused, completed or aborted; null while running.
+  std::optional<std::string> reason;
+  int64_t created_ms = 0;
+  int64_t updated_ms = 0;
+  uint64_t max_concurrency = 0;
+  /// The effective configuration, as a JSON object.
+  std::string config_json = "{}";
+};
+
+/// One row of `tasks`, with the usage of its attempts summed.
+struct task_row {
+  std::string run_id;
+  std::string id;
+  /// 1-based position among the file's tasks.
+  int index = 0;
+  std::string title;
+  task_state state = task_state::pending;
+  /// Attempts that count towards `maxAttempts` (interrupted ones do not).
+  int attempts = 0;
+  std::optional<std::string> branch;
+  std::optional<std::string> worktree;
+  /// The commit on the base branch that brought the task's work in.
+  std::optional<std::string> merge_commit;
+  /// Why the task is in its state (failed, blocked, conflict, skipped, …).
+  std::optional<std::string> reason;
+  /// Paths of the last merge conflict (or of a dirty main checkout).
+  std::vector<std::string> conflict_paths;
+  /// The tail of the last gate output.
+  std::optional<std::string> gate_tail;
+  /// When its first attempt started.
+  std::optional<int64_t> started_ms;
+  /// When it entered done, failed or skipped (cleared when it leaves them).
+  std::optional<int64_t> finished_ms;
+  /// The sum over its attempts.
+  store::usage usage;
+};
+
+/// One row of `attempts`.
+struct attempt_row {
+  std::string run_id;
+  std::string task_id;
+  /// 1-based, per task; interrupted attempts have numbers too.
+  int number = 0;
+  attempt_state state = attempt_state::running;
+  int64_t started_ms = 0;
+  std::optional<int64_t> ended_ms;
+  std::optional<int> exit_code;
+  bool interrupted = false;
+  /// Gate failures repaired within this attempt.
+  int repairs = 0;
+  /// Relative to `.taskforce/` (see `attempt_log_dir`).
+  std::string worker_log;
+  std::string verify_log;
+  store::usage usage;
+};
+
+/// One entry of the append-only event log.
+struct event_row {
+  /// Increases by one per event across the whole ledger; never reused.
+  int64_t seq = 0;
+  std::string run_id;
+  /// Null for run-level events.
+  std::optional<std::string> task_id;
+  int64_t at_ms = 0;
+  /// `run.created`, `run.state`, `task.state`, `task.update`, or a kind the
+  /// caller chose in `append_event`.
+  std::string kind;
+  /// A JSON object; for `task.state`: `from`, `to`, `event`, `attempt`,
+  /// `reason`, plus the caller's `data`.
+  std::string data_json = "{}";
+};
+
+/// The event as one JSON line (no newline):
+/// `{"seq":…,"run":…,"task":…|null,"at_ms":…,"kind":…,"data":{…}}`.
+std::string to_json_line(const event_row& x);
+
+// --- arguments -----------------------------------------------------------------
+
+/// A task as the run is created.
+struct new_task {
+  std::string id;
+  int index = 0;
+  std::string title;
+  /// pending, or done / held / skipped when the file says so.
+  task_state state = task_state::pending;
+  std::optional<std::string> reason;
+};
+
+/// A run as it is created, with all its tasks.
+struct new_run {
+  /// From `new_run_id`.
+  std::string id;
+  std::string file;
+  std::string file_hash;
+  std::string base_branch;
+  uint64_t max_concurrency = 0;
+  /// A JSON object.
+  std::string config_json = "{}";
+  std::vector<new_task> tasks;
+};
+
+/// Task columns a call may set; each is written only when it has a value
+/// (an empty vector of conflict paths clears them).
+struct task_fields {
+  std::optional<std::string> branch;
+  std::optional<std::string> worktree;
+  std::optional<std::string> merge_commit;
+  std::optional<std::vector<std::string>> conflict_paths;
+  /// Kept to its last 64 KiB.
+  std::optional<std::string> gate_tail;
+};
+
+/// A task transition and what goes with it, written in one transaction.
+struct task_change {
+  /// The new state; must be `allowed` from the current one.
+  task_state to = task_state::pending;
+  /// Replaces the task's reason (nullopt clears it).
+  std::optional<std::string> reason;
+  /// Refuse (invalid_transition) unless the task is in this state now.
+  std::optional<task_state> expect;
+  /// Columns set together with the move.
+  task_fields fields;
+  /// Added to the open attempt's usage.
+  std::optional<store::usage> usage;
+  /// Stored on the attempt this change closes.
+  std::optional<int> exit_code;
+  /// A JSON object merged into the event's data.
+  std::string data_json = "{}";
+};
+
+/// What `transition` did.
+struct transition_result {
+  /// The state the task left.
+  task_state from = task_state::pending;
+  /// The attempt open after the change, or the one it closed; 0 when the
+  /// task has never had one.
+  int attempt = 0;
+  /// True when this change opened `attempt`.
+  bool attempt_opened = false;
+  /// True when this change closed `attempt`.
+  bool attempt_closed = false;
+  /// The `task.state` event written with it.
+  event_row event;
+};
+
+/// What `mark_interrupted` changed.
+struct recovery {
+  /// Tasks moved from running/verifying to interrupted, in file order.
+  std::vector<std::string> interrupted;
+  /// Tasks left in merging: the merge may or may not have happened; the
+  /// orchestrator checks whether the branch is in the base before merging.
+  std::vector<std::string> merging;
+  /// True when the run was running and is now paused.
+  bool paused = false;
+};
+
+// --- query results -------------------------------------------------------------
+
+/// What `taskforce status` shows: the run and its tasks in file order.
+struct run_status {
+  run_row run;
+  std::vector<task_row> tasks;
+};
+
+/// The CLI.md `status --json` object, exactly:
+/// `{"run":{"id","file","state","reason"},
+///   "tasks":[{"id","state","attempts","branch","merge_commit","reason"}]}`
+/// (absent values are null).
+std::string to_status_json(const run_status& x);
+
+/// A run with its tasks counted by state (`taskforce list`).
+struct run_summary {
+  run_row run;
+  /// Only states that occur.
+  std::map<task_state, int> counts;
+  int total = 0;
+  /// The sum over the run's attempts.
+  store::usage usage;
+};
+
+/// What `taskforce logs TASK` shows.
+struct task_history {
+  /// Gate tail, conflict paths, branch, worktree, merge commit.
+  task_row task;
+  /// Oldest first; each names its log files.
+  std::vector<attempt_row> attempts;
+  /// Every event about the task, oldest first.
+  std::vector<event_row> events;
+};
+
+// --- the ledger ----------------------------------------------------------------
+
+/// How `ledger::open` opens the database.
+struct ledger_options {
+  /// Read-only connections never create, migrate or write (status, logs).
+  bool read_only = false;
+  /// FULL (the default) survives power loss; NORMAL only process crashes.
+  bool synchronous_full = true;
+  /// How long a writer waits for another process's transaction.
+  int busy_timeout_ms = 5000;
+};
+
+/// The durable record of runs; see the contract at the top of this file.
+class ledger {
+public:
+  /// Opens (and, unless read-only, creates and migrates) the database at
+  /// `path`. Creating the schema is idempotent. Throws ledger_error.
+  static ledger open(const std::filesystem::path& path,
+                     const ledger_options& options = {});
+
+  ledger(ledger&&) noexcept;
+  ledger& operator=(ledger&&) noexcept;
+  ledger(const ledger&) = delete;
+  ledger& operator=(const ledger&) = delete;
+  ~ledger();
+
+  /// The database file.
+  const std::filesystem::path& path() const {
+    return path_;
+  }
+
+  // -- runs --
+
+  /// Creates the run (state running) with all its tasks and a `run.created`
+  /// event, in one transaction. Throws duplicate when the id exists.
+  void create_run(const new_run& run, int64_t now_ms);
+
+  /// Moves the run to `to` with `reason` (nullopt clears it) and writes a
+  /// `run.state` event. The same state again only replaces the reason.
+  /// Throws invalid_transition when the run lifecycle forbids the move.
+  event_row set_run_state(const std::string& run_id, run_state to,
+                          const std::optional<std::string>& reason,
+                          int64_t now_ms);
+
+  /// The run, or nullopt.
+  std::optional<run_row> find_run(const std::string& run_id) const;
+
+  /// The most recently created run, or nullopt when there is none.
+  std::optional<run_row> latest_run() const;
+
+  /// The most recently created run that is running or paused, optionally
+  /// only of `file` (relative to the repository).
+  std::optional<run_row>
+  latest_unfinished_run(const std::optional<std::string>& file
+                        = std::nullopt) const;
+
+  /// Every run, newest first, with its tasks counted by state.
+  std::vector<run_summary> list_runs() const;
+
+  // -- tasks --
+
+  /// Moves a task and writes its `task.state` event in one transaction; the
+  /// attempt bookkeeping follows the state (see the contract). Throws
+  /// not_found, invalid_transition (lifecycle or `expect`) or bad_json.
+  transition_result transition(const std::string& run_id,
+                               const std::string& task_id,
+                               const task_change& change, int64_t now_ms);
+
+  /// Sets task columns without a state change and writes a `task.update`
+  /// event (data: `data_json` plus the fields set). Throws not_found.
+  event_row update_task(const std::string& run_id, const std::string& task_id,
+                        const task_fields& fields, int64_t now_ms,
+                        const std::string& data_json = "{}");
+
+  /// Records the commit that merged the task, before the task is marked
+  /// done, so a crash in between never merges twice. Same as update_task
+  /// with only `merge_commit`, under the event kind `task.merge_commit`.
+  event_row record_merge_commit(const std::string& run_id,
+                                const std::string& task_id,
+                                const std::string& commit, int64_t now_ms);
+
+  /// Adds to the usage of the task's open attempt (a repair round's worker
+  /// run, for example). Throws invalid_transition when none is open.
+  void add_usage(const std::string& run_id, const std::string& task_id,
+                 const store::usage& u);
+
+  /// The task, or nullopt.
+  std::optional<task_row> find_task(const std::string& run_id,
+                                    const std::string& task_id) const;
+
+  /// The run's tasks in file order.
+  std::vector<task_row> tasks(const std::string& run_id) const;
+
+  /// The task's attempts, oldest first.
+  std::vector<attempt_row> attempts(const std::string& run_id,
+                                    const std::string& task_id) const;
+
+  // -- events --
+
+  /// Appends an event of the caller's `kind` (a JSON object as `data_json`).
+  event_row append_event(const std::string& run_id,
+                         const std::optional<std::string>& task_id,
+                         const std::string& kind, const std::string& data_json,
+                         int64_t now_ms);
+
+  /// The run's events with a sequence number above `after_seq`, oldest
+  /// first, at most `limit` (0: all). Lets a reader follow a live run.
+  std::vector<event_row> events(const std::string& run_id,
+                                int64_t after_seq = 0, size_t limit = 0) const;
+
+  // -- what the commands show --
+
+  /// The run and its tasks, or nullopt when the run does not exist.
+  std::optional<run_status> status(const std::string& run_id) const;
+
+  /// The task's row, attempts and events, or nullopt.
+  std::optional<task_history> history(const std::string& run_id,
+                                      const std::string& task_id) const;
+
+  // -- recovery --
+
+  /// After the process that drove `run_id` died (or on Ctrl-C): in one
+  /// transaction, every running/verifying task becomes interrupted (its open
+  /// attempt too, no longer counted towards maxAttempts), and a running run
+  /// becomes paused with `reason`. Call it only while holding the run lock:
+  /// it assumes nobody else drives the run.
+  recovery mark_interrupted(const std::string& run_id,
+                            const std::string& reason, int64_t now_ms);
+
+private:
+  ledger(sqlite3* db, std::filesystem::path path);
+
+  sqlite3* db_ = nullptr;
+  std::filesystem::path path_;
+};
+
+} // namespace taskforce::store
