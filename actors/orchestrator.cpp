@@ -54,9 +54,8 @@ struct orchestrator_state {
   orchestrator_setup setup;
   /// Workers alive, by task index.
   std::map<size_t, worker_handle> running;
-  /// Tasks with a transition written but not yet acknowledged, or a merge
-  /// in flight: the scheduler leaves them alone and counts their scope.
-  std::set<size_t> busy;
+  /// Ledger writes and merges not answered yet: the run cannot finish.
+  size_t outstanding = 0;
   /// The run no longer launches tasks.
   bool paused = false;
   /// The run stops for good.
@@ -100,7 +99,7 @@ void emit(self_ptr self, const run_task* t, const std::string& state,
   ev.state = state;
   ev.reason = why;
   if (self->state.setup.watcher)
-    self->send(self->state.setup.watcher, std::move(ev));
+    caf::anon_send(self->state.setup.watcher, std::move(ev));
 }
 
 // A ledger write that fails leaves us unable to promise anything: stop
@@ -115,29 +114,33 @@ void ledger_failed(self_ptr self, const caf::error& err) {
   maybe_finish(self);
 }
 
-/// Writes a task transition; applies it in memory and runs `then` only once
-/// the ledger committed it.
+/// Writes a task transition. The in-memory state follows at once (so the
+/// scheduler sees what is about to be true), but `then` (the action) runs
+/// only once the ledger committed it, with the task's attempt number.
 void record(self_ptr self, size_t i, std::string state, std::string why,
-            json detail, std::function<void()> then) {
+            json detail, std::function<void(uint64_t)> then) {
   auto& t = task(self, i);
   task_transition tr{self->state.setup.run_id, t.id, state, t.attempt_no, why,
                      detail.is_null() ? "{}" : detail.dump()};
-  self->state.busy.insert(i);
+  t.state = state;
+  t.reason = why;
+  ++self->state.outstanding;
   self
     ->request(self->state.setup.ledger, caf::infinite, record_atom::value,
               std::move(tr))
     .then(
-      [=](bool) {
-        self->state.busy.erase(i);
+      [=](uint64_t attempt) {
+        --self->state.outstanding;
         auto& t = task(self, i);
-        t.state = state;
-        t.reason = why;
+        if (attempt > 0)
+          t.attempt_no = attempt;
         emit(self, &t, state, why);
         if (then)
-          then();
+          then(attempt);
+        maybe_finish(self);
       },
       [=](caf::error& err) {
-        self->state.busy.erase(i);
+        --self->state.outstanding;
         ledger_failed(self, err);
       });
 }
@@ -162,7 +165,7 @@ void notify_finished(self_ptr self, const std::string& state) {
     return;
   self->state.finished = true;
   if (self->state.setup.watcher)
-    self->send(self->state.setup.watcher, finished_atom::value, state,
+    caf::anon_send(self->state.setup.watcher, finished_atom::value, state,
                self->state.reason);
 }
 
@@ -180,10 +183,11 @@ void skip_dependents(self_ptr self, size_t i) {
         continue;
       seen.insert(j);
       work.push_back(j);
-      if (schedulable(tasks[j].state) || tasks[j].state == "held")
-        record(self, j, "skipped", "dependency " + tasks[cur].id + " "
-                                     + tasks[cur].state,
-               nullptr, [=] { schedule(self); });
+      auto& s = tasks[j].state;
+      if (s == "pending" || s == "ready" || s == "held")
+        record(self, j, "skipped",
+               "dependency " + tasks[i].id + " " + tasks[i].state, nullptr,
+               nullptr);
     }
   }
 }
@@ -208,54 +212,49 @@ void merge_task(self_ptr self, size_t i) {
   req.branch = t.branch;
   req.cleanup = self->state.setup.cfg.cleanup_worktrees;
   req.scope = t.files;
-  self->state.busy.insert(i);
+  ++self->state.outstanding;
   self->request(self->state.setup.git, caf::infinite, merge_atom::value, req)
     .then(
       [=](merge_outcome& m) {
-        self->state.busy.erase(i);
+        --self->state.outstanding;
         auto& t = task(self, i);
-        json detail{{"merge_status", to_string(m.status)},
-                    {"paths", m.paths},
-                    {"branch", t.branch},
-                    {"worktree", t.worktree}};
+        json detail{{"merge_status", to_string(m.status)}};
         switch (m.status) {
           case merge_status::merged:
           case merge_status::already_merged:
           case merge_status::empty: {
             t.merge_commit = m.merge_commit;
-            detail["merge_commit"] = m.merge_commit.empty()
-                                       ? json()
-                                       : json(m.merge_commit);
-            std::string why = m.status == merge_status::empty
-                                ? "no changes"
-                                : "";
-            record(self, i, "done", why, detail, [=] { schedule(self); });
+            if (!m.merge_commit.empty())
+              detail["merge_commit"] = m.merge_commit;
+            auto why = m.status == merge_status::empty ? "no changes"
+                                                       : std::string{};
+            record(self, i, "done", why, detail,
+                   [=](uint64_t) { schedule(self); });
             break;
           }
-          case merge_status::conflict: {
-            auto why = "merge conflict in " + join(m.paths)
-                       + " (branch " + t.branch + " kept)";
-            record(self, i, "conflict", why, detail, [=] {
+          case merge_status::conflict:
+          case merge_status::dirty: {
+            detail["paths"] = m.paths;
+            auto why = m.status == merge_status::conflict
+                         ? "merge conflict in " + join(m.paths) + " (branch "
+                             + t.branch + " kept)"
+                         : "main checkout has uncommitted changes to "
+                             + join(m.paths) + " (nothing overwritten)";
+            record(self, i, "conflict", why, detail, [=](uint64_t) {
               pause_run(self, task(self, i).id + ": " + why, false);
             });
             break;
           }
-          case merge_status::dirty: {
-            auto why = "main checkout has uncommitted changes: "
-                       + join(m.paths);
-            record(self, i, "merging", why, detail,
-                   [=] { pause_run(self, task(self, i).id + ": " + why, false); });
-            break;
-          }
           case merge_status::error:
-            record(self, i, "merging", m.message, detail, [=] {
+            detail["paths"] = std::vector<std::string>{};
+            record(self, i, "conflict", m.message, detail, [=](uint64_t) {
               pause_run(self, task(self, i).id + ": " + m.message, false);
             });
             break;
         }
       },
       [=](caf::error& err) {
-        self->state.busy.erase(i);
+        --self->state.outstanding;
         pause_run(self,
                   task(self, i).id + ": merge: " + self->system().render(err),
                   false);
@@ -265,20 +264,25 @@ void merge_task(self_ptr self, size_t i) {
 /// Finished work: integrate it, keep it for review, or leave it in place.
 void integrate(self_ptr self, size_t i) {
   auto& cfg = self->state.setup.cfg;
+  auto& t = task(self, i);
+  if (t.state == "running")
+    record(self, i, "verifying", "", nullptr, nullptr);
   if (cfg.mode == "assist") {
+    record(self, i, "merging", "", nullptr, nullptr);
     record(self, i, "done", "changes left uncommitted in the main checkout",
-           nullptr, [=] { schedule(self); });
+           nullptr, [=](uint64_t) { schedule(self); });
     return;
   }
   if (!cfg.auto_merge && cfg.use_worktrees) {
-    record(self, i, "review",
-           "kept for review in " + task(self, i).worktree,
-           json{{"worktree", task(self, i).worktree},
-                {"branch", task(self, i).branch}},
-           [=] { schedule(self); });
+    record(self, i, "merging", "", nullptr, nullptr);
+    record(self, i, "review", "kept for review in " + t.worktree,
+           json{{"worktree", t.worktree}, {"branch", t.branch}},
+           [=](uint64_t) { schedule(self); });
     return;
   }
-  record(self, i, "merging", "", nullptr, [=] { merge_task(self, i); });
+  record(self, i, "merging", "",
+         json{{"worktree", t.worktree}, {"branch", t.branch}},
+         [=](uint64_t) { merge_task(self, i); });
 }
 
 void on_outcome(self_ptr self, attempt_outcome& o) {
@@ -286,26 +290,29 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
   if (i >= self->state.setup.tasks.size())
     return;
   auto& t = task(self, i);
-  if (o.attempt != t.attempt_no)
+  if (o.attempt != t.attempt_no || self->state.running.count(i) == 0)
     return; // a late word from an attempt already given up
   self->state.running.erase(i);
   if (!o.worktree.empty())
     t.worktree = o.worktree;
   if (!o.branch.empty())
     t.branch = o.branch;
-  json detail{{"worktree", t.worktree},
-              {"branch", t.branch},
-              {"repairs", o.repairs},
+  json detail{{"repairs", o.repairs},
               {"tail", o.tail},
+              {"exit_code", o.exit_code},
               {"usage",
                {{"input_tokens", o.input_tokens},
                 {"output_tokens", o.output_tokens},
                 {"cost_usd", o.cost_usd}}}};
+  if (!t.worktree.empty())
+    detail["worktree"] = t.worktree;
+  if (!t.branch.empty())
+    detail["branch"] = t.branch;
   auto& cfg = self->state.setup.cfg;
   switch (o.status) {
     case attempt_status::interrupted:
       record(self, i, "interrupted", o.reason, detail,
-             [=] { schedule(self); });
+             [=](uint64_t) { schedule(self); });
       return;
     case attempt_status::done:
       ++t.attempts;
@@ -313,20 +320,20 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
       return;
     case attempt_status::blocked: {
       ++t.attempts;
-      auto why = "blocked: " + o.reason;
-      record(self, i, "blocked", o.reason, detail,
-             [=] { task_stopped(self, i, task(self, i).id + " " + why); });
+      record(self, i, "blocked", o.reason, detail, [=](uint64_t) {
+        task_stopped(self, i, task(self, i).id + " blocked: " + o.reason);
+      });
       return;
     }
     case attempt_status::failed:
       ++t.attempts;
       if (t.attempts < cfg.max_attempts && !self->state.paused
           && !self->state.aborted) {
-        record(self, i, "pending",
+        record(self, i, "ready",
                "attempt " + std::to_string(o.attempt) + " failed: " + o.reason,
-               detail, [=] { schedule(self); });
+               detail, [=](uint64_t) { schedule(self); });
       } else {
-        record(self, i, "failed", o.reason, detail, [=] {
+        record(self, i, "failed", o.reason, detail, [=](uint64_t) {
           task_stopped(self, i, task(self, i).id + " failed: " + o.reason);
         });
       }
@@ -337,13 +344,13 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
 void launch(self_ptr self, size_t i) {
   auto& t = task(self, i);
   auto fresh = t.attempts > 0 && self->state.setup.cfg.fresh_worktree_on_retry;
-  ++t.attempt_no;
-  auto attempt = t.attempt_no;
-  record(self, i, "running", "", nullptr, [=] {
+  if (t.state == "pending")
+    record(self, i, "ready", "", nullptr, nullptr);
+  record(self, i, "running", "", nullptr, [=](uint64_t attempt) {
     auto& t = task(self, i);
     if (self->state.paused || self->state.aborted) {
       record(self, i, "interrupted", "the run paused before it started",
-             nullptr, [=] { maybe_finish(self); });
+             nullptr, nullptr);
       return;
     }
     try {
@@ -352,6 +359,8 @@ void launch(self_ptr self, size_t i) {
       self->monitor(h.actor);
       self->state.running.emplace(i, std::move(h));
     } catch (const std::exception& e) {
+      // Count it as running so on_outcome takes the word.
+      self->state.running.emplace(i, worker_handle{caf::actor{}, [] {}});
       attempt_outcome o;
       o.task_id = t.id;
       o.attempt = attempt;
@@ -370,17 +379,17 @@ void schedule(self_ptr self) {
   }
   auto& tasks = st.setup.tasks;
   auto& cfg = st.setup.cfg;
-  size_t limit = cfg.mode == "assist" ? 1 : std::max<uint64_t>(1, cfg.max_concurrency);
-  // Workers alive plus launches awaiting their ledger ack.
+  size_t limit = cfg.mode == "assist"
+                   ? 1
+                   : std::max<uint64_t>(1, cfg.max_concurrency);
   size_t active = 0;
-  for (size_t i = 0; i < tasks.size(); ++i)
-    if (tasks[i].state == "running" || tasks[i].state == "verifying"
-        || (st.busy.count(i) > 0 && schedulable(tasks[i].state)))
+  for (auto& t : tasks)
+    if (t.state == "running" || t.state == "verifying")
       ++active;
   std::vector<size_t> ready;
   for (size_t i = 0; i < tasks.size(); ++i) {
     auto& t = tasks[i];
-    if (!schedulable(t.state) || st.busy.count(i) > 0)
+    if (!schedulable(t.state))
       continue;
     bool deps_done = std::all_of(t.deps.begin(), t.deps.end(), [&](size_t d) {
       return tasks[d].state == "done";
@@ -393,24 +402,20 @@ void schedule(self_ptr self) {
       return tasks[a].priority > tasks[b].priority;
     return a < b;
   });
-  auto taken = [&](size_t i) {
-    return occupying(tasks[i].state) || st.busy.count(i) > 0;
-  };
+  auto taken = [&](size_t j) { return occupying(tasks[j].state); };
   for (auto i : ready) {
     if (active >= limit)
       break;
     auto& t = tasks[i];
-    bool clash = std::any_of(t.conflicts.begin(), t.conflicts.end(), taken);
-    if (clash)
+    if (std::any_of(t.conflicts.begin(), t.conflicts.end(), taken))
       continue;
     if (t.held) {
-      record(self, i, "held", t.hold_reason, nullptr, [=] {
-        pause_run(self, task(self, i).id + " held: " + task(self, i).hold_reason,
-                  false);
-      });
+      auto why = t.id + " held: " + t.hold_reason;
+      record(self, i, "held", t.hold_reason, nullptr,
+             [=](uint64_t) { pause_run(self, why, false); });
       return;
     }
-    launch(self, i); // marks i busy at once
+    launch(self, i); // its state reads "running" from here on
     ++active;
   }
   maybe_finish(self);
@@ -418,11 +423,11 @@ void schedule(self_ptr self) {
 
 void maybe_finish(self_ptr self) {
   auto& st = self->state;
-  if (st.finished || !st.running.empty() || !st.busy.empty() || !st.started)
+  if (st.finished || !st.running.empty() || st.outstanding > 0 || !st.started)
     return;
   auto& tasks = st.setup.tasks;
   if (st.aborted) {
-    st.finished = true; // no second abort record
+    st.finished = true; // no second record while this one is in flight
     record_run(self, "aborted", st.reason, [=] {
       self->state.finished = false;
       notify_finished(self, "aborted");
@@ -470,9 +475,9 @@ void pause_run(self_ptr self, const std::string& why, bool interrupt) {
     maybe_finish(self);
     return;
   }
-  st.busy.insert(SIZE_MAX); // hold finishing until the pause is durable
+  ++st.outstanding; // finishing waits until the pause is durable
   record_run(self, "paused", why, [=] {
-    self->state.busy.erase(SIZE_MAX);
+    --self->state.outstanding;
     maybe_finish(self);
   });
 }
@@ -513,6 +518,8 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
           if (tasks[i].state == "merging")
             merge_task(self, i);
         schedule(self);
+        self->delayed_send(self, std::chrono::milliseconds(500),
+                           caf::tick_atom::value);
       });
     },
     [self](pause_atom, std::string why, bool interrupt) {
@@ -535,8 +542,47 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
           || p.attempt != task(self, i).attempt_no
           || self->state.running.count(i) == 0)
         return;
-      auto state = p.phase == "verifying" ? "verifying" : "running";
-      record(self, i, state, p.detail, nullptr, nullptr);
+      auto& t = task(self, i);
+      json detail;
+      if (!p.worktree.empty()) {
+        t.worktree = p.worktree;
+        t.branch = p.branch;
+        detail = json{{"worktree", p.worktree}, {"branch", p.branch}};
+      }
+      if (p.phase == "running" && !detail.is_null()) {
+        // Fields only (an empty state): the ledger knows the worktree
+        // before anything is written into it.
+        task_transition tr{self->state.setup.run_id, t.id, "", t.attempt_no,
+                           "", detail.dump()};
+        self->request(self->state.setup.ledger, caf::infinite,
+                      record_atom::value, std::move(tr))
+          .then([](uint64_t) {},
+                [self](caf::error& err) { ledger_failed(self, err); });
+      } else if (p.phase == "verifying" && t.state == "running")
+        record(self, i, "verifying", p.detail, detail, nullptr);
+      else if (p.phase == "repairing" && t.state == "verifying")
+        record(self, i, "running", p.detail, detail, nullptr);
+    },
+    [self](caf::tick_atom) {
+      // Another process (taskforce abort/pause) may have changed the run.
+      auto& st = self->state;
+      if (st.finished)
+        return;
+      self->request(st.setup.ledger, caf::infinite, caf::get_atom::value,
+                    st.setup.run_id)
+        .then(
+          [self](run_transition& r) {
+            auto& st = self->state;
+            if (r.state == "aborted" && !st.aborted)
+              self->send(self, abort_atom::value,
+                         r.reason.empty() ? std::string{"aborted"} : r.reason);
+            else if (r.state == "paused" && !st.paused)
+              pause_run(self, r.reason.empty() ? "paused" : r.reason, true);
+          },
+          [](caf::error&) {});
+      if (!st.finished)
+        self->delayed_send(self, std::chrono::milliseconds(500),
+                           caf::tick_atom::value);
     },
   };
 }

@@ -48,10 +48,14 @@ using pool_actor = caf::typed_actor<
 /// The ledger service: the one SQLite connection of a repository's
 /// `.taskforce/ledger.sqlite`. Every answer comes after the commit.
 using ledger_actor = caf::typed_actor<
-  /// From the orchestrator: a task changed state; true once durable.
-  caf::replies_to<record_atom, task_transition>::with<bool>,
+  /// From the orchestrator: a task changed state. Answers, once durable,
+  /// the task's current attempt number (0 when it never had one).
+  caf::replies_to<record_atom, task_transition>::with<uint64_t>,
   /// From the orchestrator: the run changed state; true once durable.
-  caf::replies_to<record_atom, run_transition>::with<bool>>;
+  caf::replies_to<record_atom, run_transition>::with<bool>,
+  /// The run's state and reason as the ledger has them now (another process
+  /// may have asked for a pause or an abort).
+  caf::replies_to<caf::get_atom, std::string>::with<run_transition>>;
 
 /// The git service: the one writer of the main repository (libgit2).
 using git_actor = caf::typed_actor<
@@ -63,7 +67,9 @@ using git_actor = caf::typed_actor<
   /// From the orchestrator: commit, merge into the base, clean up.
   caf::replies_to<merge_atom, merge_request>::with<merge_outcome>,
   /// Removes a task's worktree and branch (run, task); true if removed.
-  caf::replies_to<discard_atom, std::string, std::string>::with<bool>>;
+  caf::replies_to<discard_atom, std::string, std::string>::with<bool>,
+  /// The run is over: removes the clean, merged worktrees kept for reuse.
+  caf::replies_to<finished_atom>::with<bool>>;
 
 /// The orchestrator of one run.
 using orchestrator_actor = caf::typed_actor<
@@ -77,6 +83,8 @@ using orchestrator_actor = caf::typed_actor<
   /// From a worker: its attempt ended.
   caf::reacts_to<outcome_atom, attempt_outcome>,
   /// From a worker: its attempt entered a new phase.
-  caf::reacts_to<progress_atom, attempt_progress>>;
+  caf::reacts_to<progress_atom, attempt_progress>,
+  /// From itself: time to look for a pause or abort asked by another process.
+  caf::reacts_to<caf::tick_atom>>;
 
 } // namespace taskforce

@@ -52,6 +52,8 @@ struct worktree_request {
   std::string task_id;
   /// Discard what an earlier attempt left (freshWorktreeOnRetry).
   bool fresh = false;
+  /// The worktree an earlier attempt used, as the ledger knows it.
+  std::string known_path;
 };
 
 /// How a merge of a task's branch into the base ended.
@@ -111,6 +113,8 @@ struct attempt_outcome {
   attempt_status status = attempt_status::failed;
   /// Why it failed or blocked; the worker's summary when done.
   std::string reason;
+  /// The worker's (or the gate's) exit code, -1 when killed or never run.
+  int64_t exit_code = -1;
   std::string worktree;
   std::string branch;
   /// Gate repairs performed inside this attempt.
@@ -130,6 +134,9 @@ struct attempt_progress {
   uint64_t attempt = 0;
   std::string phase;
   std::string detail;
+  /// Set once the worktree is leased (phase "running").
+  std::string worktree;
+  std::string branch;
 };
 
 /// What a watcher of the run (live table, --events) is told.
@@ -188,7 +195,7 @@ typename Inspector::result_type inspect(Inspector& f, worktree_lease& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worktree_request& x) {
   return f(caf::meta::type_name("taskforce.worktree_request"), x.run_id,
-           x.task_id, x.fresh);
+           x.task_id, x.fresh, x.known_path);
 }
 
 template <class Inspector>
@@ -206,14 +213,14 @@ typename Inspector::result_type inspect(Inspector& f, merge_outcome& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_outcome& x) {
   return f(caf::meta::type_name("taskforce.attempt_outcome"), x.task_id,
-           x.attempt, x.status, x.reason, x.worktree, x.branch, x.repairs,
+           x.attempt, x.status, x.reason, x.exit_code, x.worktree, x.branch, x.repairs,
            x.tail, x.input_tokens, x.output_tokens, x.cost_usd);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_progress& x) {
   return f(caf::meta::type_name("taskforce.attempt_progress"), x.task_id,
-           x.attempt, x.phase, x.detail);
+           x.attempt, x.phase, x.detail, x.worktree, x.branch);
 }
 
 template <class Inspector>

@@ -1,0 +1,330 @@
+#include "actors/git_service.hpp"
+
+#include <deque>
+
+#include <caf/all.hpp>
+#include <git2.h>
+#include <spdlog/spdlog.h>
+
+#include "src/git/git.hpp"
+#include "src/git/handle.hpp"
+#include "src/scope/coverage.hpp"
+
+namespace fs = std::filesystem;
+
+namespace taskforce {
+
+std::string task_branch(const std::string& run_id, const std::string& task_id) {
+  return "taskforce/" + run_id + "/" + task_id;
+}
+
+fs::path task_worktree(const fs::path& root, const std::string& run_id,
+                       const std::string& task_id) {
+  return root / ".taskforce" / "worktrees" / run_id / task_id;
+}
+
+std::string commit_in_place(git::repository& repo,
+                            const std::vector<std::string>& scope,
+                            const std::string& message) {
+  auto changed = git::changed_paths(repo);
+  scope::coverage cover{scope};
+  git_index* raw_index = nullptr;
+  git::check(git_repository_index(&raw_index, repo.get()), "open the index");
+  git::index_ptr index{raw_index};
+  auto root = repo.workdir();
+  size_t staged = 0;
+  for (auto& path : changed) {
+    if (!cover.covers(path))
+      continue;
+    std::error_code ec;
+    if (fs::exists(root / path, ec))
+      git::check(git_index_add_bypath(index.get(), path.c_str()),
+                 "stage " + path);
+    else
+      git::check(git_index_remove_bypath(index.get(), path.c_str()),
+                 "unstage " + path);
+    ++staged;
+  }
+  if (staged == 0)
+    return "";
+  git::check(git_index_write(index.get()), "write the index");
+  git_oid tree_id;
+  git::check(git_index_write_tree(&tree_id, index.get()), "write the tree");
+  git_tree* raw_tree = nullptr;
+  git::check(git_tree_lookup(&raw_tree, repo.get(), &tree_id), "read the tree");
+  git::tree_ptr tree{raw_tree};
+  git_signature* raw_sig = nullptr;
+  if (git_signature_default(&raw_sig, repo.get()) < 0)
+    git::check(git_signature_now(&raw_sig, "taskforce", "taskforce@localhost"),
+               "make a signature");
+  git::signature_ptr sig{raw_sig};
+  git::commit_ptr parent;
+  if (auto head = git::head_commit(repo)) {
+    auto id = git::from_hex(*head, "read HEAD");
+    git_commit* raw_parent = nullptr;
+    git::check(git_commit_lookup(&raw_parent, repo.get(), &id), "read HEAD");
+    parent.reset(raw_parent);
+  }
+  const git_commit* parents[] = {parent.get()};
+  git_oid commit_id;
+  git::check(git_commit_create(&commit_id, repo.get(), "HEAD", sig.get(),
+                               sig.get(), nullptr, message.c_str(), tree.get(),
+                               parent ? 1 : 0, parents),
+             "commit in place");
+  return git::to_hex(commit_id);
+}
+
+namespace {
+
+struct git_state {
+  static inline const char* name = "git_service";
+
+  /// The service's setup (the main repository, moved in at spawn).
+  git_service_setup setup{git::repository{nullptr}, {}, {}, true};
+  /// Clean worktrees whose work is merged, ready for the next task.
+  std::deque<fs::path> spares;
+};
+
+using self_ptr = git_actor::stateful_pointer<git_state>;
+
+caf::error fail(const std::string& what) {
+  return caf::make_error(caf::sec::runtime_error, what);
+}
+
+bool is_worktree_at(git::repository& repo, const fs::path& path,
+                    std::string* branch) {
+  for (auto& wt : git::list_worktrees(repo)) {
+    std::error_code ec;
+    if (fs::equivalent(wt.path, path, ec)) {
+      if (branch != nullptr)
+        *branch = wt.branch;
+      return true;
+    }
+  }
+  return false;
+}
+
+// A folder in our worktree area that git does not know as a worktree holds
+// no git work; it is moved aside rather than deleted all the same.
+void move_aside(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return;
+  if (fs::is_empty(path, ec)) {
+    fs::remove(path, ec);
+    return;
+  }
+  auto aside = path;
+  aside += ".orphan-" + std::to_string(::time(nullptr));
+  fs::rename(path, aside, ec);
+}
+
+worktree_lease lease(self_ptr self, const worktree_request& req) {
+  auto& st = self->state;
+  auto& repo = st.setup.repo;
+  auto branch = task_branch(req.run_id, req.task_id);
+  auto path = req.known_path.empty()
+                ? task_worktree(st.setup.root, req.run_id, req.task_id)
+                : fs::path{req.known_path};
+  std::string checked_out;
+  bool exists = is_worktree_at(repo, path, &checked_out);
+  if (exists && checked_out == branch && !req.fresh) {
+    // The kept worktree of an earlier (interrupted or failed) attempt.
+    return {path.string(), branch, true};
+  }
+  if (exists && checked_out == branch && req.fresh) {
+    git::remove_worktree(repo, path.string(), true);
+    auto tip = git::branch_tip(repo, branch);
+    auto base = git::branch_tip(repo, st.setup.base_branch);
+    if (tip && base && !git::is_ancestor(repo, *tip, *base))
+      spdlog::info("fresh worktree for {}: dropping unmerged {}", req.task_id,
+                   branch);
+    git::delete_branch(repo, branch);
+  }
+  auto base = git::branch_tip(repo, st.setup.base_branch);
+  if (!base)
+    throw git::error("lease a worktree for " + req.task_id,
+                     "base branch " + st.setup.base_branch + " has no commit");
+  while (!st.spares.empty()) {
+    auto spare = st.spares.front();
+    st.spares.pop_front();
+    auto r = git::reuse_worktree(repo, spare, branch, *base);
+    if (r.status == git::reuse_result::outcome::reused) {
+      if (!r.previous_branch.empty() && r.previous_branch != branch)
+        if (auto tip = git::branch_tip(repo, r.previous_branch);
+            tip && git::is_ancestor(repo, *tip, *base))
+          git::delete_branch(repo, r.previous_branch);
+      return {spare.string(), branch, true};
+    }
+    if (r.status == git::reuse_result::outcome::branch_has_work)
+      break; // the task's own branch holds work: never reset it
+  }
+  path = task_worktree(st.setup.root, req.run_id, req.task_id);
+  if (!is_worktree_at(repo, path, nullptr))
+    move_aside(path);
+  git::prune_worktrees(repo);
+  fs::create_directories(path.parent_path());
+  auto info = git::create_worktree(repo, path, branch, *base);
+  return {info.path.string(), branch, false};
+}
+
+merge_outcome merge(self_ptr self, const merge_request& req) {
+  auto& st = self->state;
+  auto& repo = st.setup.repo;
+  auto message = "taskforce: " + req.task_id + ": " + req.title;
+  merge_outcome out;
+  if (req.branch.empty()) {
+    // In place (useWorktrees: false): commit the task's scope right here.
+    auto commit = commit_in_place(repo, req.scope, message);
+    out.status = commit.empty() ? merge_status::empty : merge_status::merged;
+    out.merge_commit = commit.empty() ? git::head_commit(repo).value_or("")
+                                      : commit;
+    return out;
+  }
+  std::error_code ec;
+  fs::path wt{req.worktree};
+  bool have_worktree = !req.worktree.empty()
+                       && is_worktree_at(repo, wt, nullptr);
+  if (have_worktree) {
+    auto tree = git::open(wt);
+    git::commit_all(tree, message);
+  }
+  auto tip = git::branch_tip(repo, req.branch);
+  if (!tip) {
+    out.status = merge_status::error;
+    out.message = "branch " + req.branch + " is gone";
+    return out;
+  }
+  auto done_with_worktree = [&] {
+    if (!have_worktree || !req.cleanup)
+      return;
+    if (st.setup.reuse_worktrees) {
+      st.spares.push_back(wt);
+      return;
+    }
+    try {
+      git::remove_worktree(repo, wt.string(), false);
+      git::delete_branch(repo, req.branch);
+    } catch (const git::error& e) {
+      spdlog::warn("keeping worktree {}: {}", wt.string(), e.what());
+    }
+  };
+  if (auto merged = git::merged_commit(repo, *tip, st.setup.base_branch)) {
+    out.status = *merged == *tip ? merge_status::empty
+                                 : merge_status::already_merged;
+    out.merge_commit = *merged;
+    done_with_worktree();
+    if (!have_worktree && req.cleanup)
+      git::delete_branch(repo, req.branch);
+    return out;
+  }
+  auto r = git::merge_into_base(repo, req.branch, st.setup.base_branch,
+                                "Merge " + req.branch + ": " + req.title);
+  using oc = git::merge_result::outcome;
+  switch (r.status) {
+    case oc::merged:
+    case oc::already_merged:
+      out.status = r.status == oc::merged ? merge_status::merged
+                                          : merge_status::already_merged;
+      out.merge_commit = r.commit;
+      done_with_worktree();
+      break;
+    case oc::conflict:
+      out.status = merge_status::conflict;
+      out.paths = r.paths;
+      break;
+    case oc::dirty_checkout:
+      out.status = merge_status::dirty;
+      out.paths = r.paths;
+      break;
+  }
+  return out;
+}
+
+bool finish(self_ptr self) {
+  auto& st = self->state;
+  auto& repo = st.setup.repo;
+  auto base = git::branch_tip(repo, st.setup.base_branch);
+  for (auto& spare : st.spares) {
+    try {
+      std::string branch;
+      if (!is_worktree_at(repo, spare, &branch))
+        continue;
+      git::remove_worktree(repo, spare.string(), false);
+      if (!branch.empty())
+        if (auto tip = git::branch_tip(repo, branch);
+            tip && base && git::is_ancestor(repo, *tip, *base))
+          git::delete_branch(repo, branch);
+      std::error_code ec;
+      // Drop the empty run folder the worktree lived in.
+      fs::remove(spare.parent_path(), ec);
+    } catch (const git::error& e) {
+      spdlog::warn("keeping worktree {}: {}", spare.string(), e.what());
+    }
+  }
+  st.spares.clear();
+  return true;
+}
+
+} // namespace
+
+git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self,
+                                     git_service_setup setup) {
+  self->state.setup = std::move(setup);
+  return {
+    [self](lease_atom, worktree_request& req) -> caf::result<worktree_lease> {
+      try {
+        return lease(self, req);
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    },
+    [self](changed_atom,
+           std::string& path) -> caf::result<std::vector<std::string>> {
+      try {
+        auto tree = git::open(path);
+        return git::changed_paths(tree);
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    },
+    [self](merge_atom, merge_request& req) -> caf::result<merge_outcome> {
+      try {
+        return merge(self, req);
+      } catch (const std::exception& e) {
+        merge_outcome out;
+        out.status = merge_status::error;
+        out.message = e.what();
+        return out;
+      }
+    },
+    [self](discard_atom, std::string& run,
+           std::string& task) -> caf::result<bool> {
+      try {
+        auto& repo = self->state.setup.repo;
+        auto branch = task_branch(run, task);
+        bool removed = false;
+        for (auto& wt : git::list_worktrees(repo))
+          if (wt.branch == branch)
+            removed |= git::remove_worktree(repo, wt.path.string(), true);
+        removed |= git::delete_branch(repo, branch);
+        return removed;
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    },
+    [self](finished_atom) -> caf::result<bool> {
+      try {
+        return finish(self);
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    },
+  };
+}
+
+git_actor spawn_git_service(caf::actor_system& sys, git_service_setup setup) {
+  return sys.spawn<caf::detached>(git_service, std::move(setup));
+}
+
+} // namespace taskforce

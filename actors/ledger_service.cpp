@@ -1,0 +1,128 @@
+#include "actors/ledger_service.hpp"
+
+#include <optional>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+namespace taskforce {
+
+namespace {
+
+using json = nlohmann::json;
+
+// Detail keys of a task_transition (see messages/run.hpp) -> task columns.
+store::task_fields fields_of(const json& d) {
+  store::task_fields f;
+  auto str = [&](const char* key, std::optional<std::string>& out) {
+    if (d.contains(key) && d[key].is_string())
+      out = d[key].get<std::string>();
+  };
+  str("branch", f.branch);
+  str("worktree", f.worktree);
+  str("merge_commit", f.merge_commit);
+  str("tail", f.gate_tail);
+  if (d.contains("paths") && d["paths"].is_array())
+    f.conflict_paths = d["paths"].get<std::vector<std::string>>();
+  return f;
+}
+
+} // namespace
+
+uint64_t apply_transition(store::ledger& db, const task_transition& tr) {
+  auto now = store::wall_clock_ms();
+  auto d = json::parse(tr.detail.empty() ? "{}" : tr.detail, nullptr, false);
+  if (!d.is_object())
+    d = json::object();
+  if (tr.state.empty()) {
+    db.update_task(tr.run_id, tr.task_id, fields_of(d), now);
+    return tr.attempt;
+  }
+  store::task_change change;
+  if (!from_string(tr.state, change.to))
+    throw store::ledger_error(store::ledger_errc::invalid_transition,
+                              "unknown task state " + tr.state);
+  if (!tr.reason.empty())
+    change.reason = tr.reason;
+  change.fields = fields_of(d);
+  if (d.contains("usage") && d["usage"].is_object()) {
+    auto& u = d["usage"];
+    store::usage use;
+    use.input_tokens = u.value("input_tokens", int64_t{0});
+    use.output_tokens = u.value("output_tokens", int64_t{0});
+    use.cost_usd = u.value("cost_usd", 0.0);
+    if (use.input_tokens != 0 || use.output_tokens != 0 || use.cost_usd != 0)
+      change.usage = use;
+  }
+  if (d.contains("exit_code") && d["exit_code"].is_number_integer()
+      && d["exit_code"].get<int64_t>() >= 0)
+    change.exit_code = d["exit_code"].get<int>();
+  // The event keeps the small facts; the tail lives in the task row.
+  d.erase("tail");
+  change.data_json = d.dump();
+  auto r = db.transition(tr.run_id, tr.task_id, change, now);
+  return static_cast<uint64_t>(r.attempt);
+}
+
+namespace {
+
+struct ledger_state {
+  static inline const char* name = "ledger_service";
+  /// The connection (set at spawn).
+  std::optional<store::ledger> db;
+};
+
+caf::error fail(const std::string& what) {
+  return caf::make_error(caf::sec::runtime_error, what);
+}
+
+ledger_actor::behavior_type
+ledger_service(ledger_actor::stateful_pointer<ledger_state> self,
+               std::shared_ptr<store::ledger> db) {
+  self->state.db.emplace(std::move(*db));
+  return {
+    [self](record_atom, task_transition& tr) -> caf::result<uint64_t> {
+      try {
+        return apply_transition(*self->state.db, tr);
+      } catch (const std::exception& e) {
+        return fail("task " + tr.task_id + " -> " + tr.state + ": " + e.what());
+      }
+    },
+    [self](record_atom, run_transition& tr) -> caf::result<bool> {
+      try {
+        run_state to;
+        if (!from_string(tr.state, to))
+          return fail("unknown run state " + tr.state);
+        std::optional<std::string> reason;
+        if (!tr.reason.empty())
+          reason = tr.reason;
+        self->state.db->set_run_state(tr.run_id, to, reason,
+                                      store::wall_clock_ms());
+        return true;
+      } catch (const std::exception& e) {
+        return fail("run " + tr.run_id + " -> " + tr.state + ": " + e.what());
+      }
+    },
+    [self](caf::get_atom, std::string& run_id) -> caf::result<run_transition> {
+      try {
+        auto row = self->state.db->find_run(run_id);
+        if (!row)
+          return fail("no run " + run_id);
+        return run_transition{row->id, to_string(row->state),
+                              row->reason.value_or("")};
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    },
+  };
+}
+
+} // namespace
+
+ledger_actor spawn_ledger_service(caf::actor_system& sys, store::ledger db) {
+  // Moved through a shared_ptr: spawn arguments must be copyable.
+  auto holder = std::make_shared<store::ledger>(std::move(db));
+  return sys.spawn<caf::detached>(ledger_service, holder);
+}
+
+} // namespace taskforce
