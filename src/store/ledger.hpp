@@ -77,17 +77,16 @@ enum class ledger_errc {
 /// A failed ledger call: `what()` says what and why, SQLite's message
 /// included.
 class ledger_error : public std::runtime_error {
-public:
+ public:
   ledger_error(ledger_errc code, const std::string& what)
-    : std::runtime_error(what), code_(code) {
-  }
+    : std::runtime_error(what), code_(code) {}
 
   /// The kind of failure.
   ledger_errc code() const noexcept {
     return code_;
   }
 
-private:
+ private:
   ledger_errc code_;
 };
 
@@ -206,7 +205,7 @@ struct event_row {
 /// `{"seq":…,"run":…,"task":…|null,"at_ms":…,"kind":…,"data":{…}}`.
 std::string to_json_line(const event_row& x);
 
-// --- arguments -----------------------------------------------------------------
+// --- arguments ---------------------------------------------------------------
 
 /// A task as the run is created.
 struct new_task {
@@ -286,7 +285,7 @@ struct recovery {
   bool paused = false;
 };
 
-// --- query results -------------------------------------------------------------
+// --- query results -----------------------------------------------------------
 
 /// What `taskforce status` shows: the run and its tasks in file order.
 struct run_status {
@@ -320,7 +319,7 @@ struct task_history {
   std::vector<event_row> events;
 };
 
-// --- the ledger ----------------------------------------------------------------
+// --- the ledger --------------------------------------------------------------
 
 /// How `ledger::open` opens the database.
 struct ledger_options {
@@ -334,7 +333,7 @@ struct ledger_options {
 
 /// The durable record of runs; see the contract at the top of this file.
 class ledger {
-public:
+ public:
   /// Opens (and, unless read-only, creates and migrates) the database at
   /// `path`. Creating the schema is idempotent. Throws ledger_error.
   static ledger open(const std::filesystem::path& path,
@@ -449,7 +448,7 @@ public:
   recovery mark_interrupted(const std::string& run_id,
                             const std::string& reason, int64_t now_ms);
 
-private:
+ private:
   ledger(sqlite3* db, std::filesystem::path path);
 
   sqlite3* db_ = nullptr;

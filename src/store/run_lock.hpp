@@ -31,7 +31,7 @@ std::string describe(const run_lock_holder& x);
 
 /// The held lock; released on destruction or by `release`.
 class run_lock {
-public:
+ public:
   /// Takes the lock without waiting, creating the file (and its folder) if
   /// needed, and writes this process's pid and `run_id` (may be empty when
   /// the run is not created yet: see `set_run`). Returns the lock, or who
@@ -62,9 +62,8 @@ public:
     return fd_ >= 0;
   }
 
-private:
-  explicit run_lock(int fd) : fd_(fd) {
-  }
+ private:
+  explicit run_lock(int fd) : fd_(fd) {}
 
   int fd_ = -1;
 };

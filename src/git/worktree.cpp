@@ -1,0 +1,401 @@
+#include "src/git/worktree.hpp"
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "src/git/handle.hpp"
+#include "src/git/internal.hpp"
+
+namespace fs = std::filesystem;
+
+namespace taskforce::git {
+
+namespace {
+
+std::string read_text(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+std::string trim(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+// Compares paths after resolving what can be resolved, so "/tmp/x/" and a
+// symlinked spelling of the same folder match.
+bool same_path(const fs::path& a, const fs::path& b) {
+  std::error_code ec1;
+  std::error_code ec2;
+  auto x = fs::weakly_canonical(a, ec1);
+  auto y = fs::weakly_canonical(b, ec2);
+  if (ec1 || ec2)
+    return a.lexically_normal() == b.lexically_normal();
+  return x == y;
+}
+
+// Reads a worktree's HEAD from its admin folder without opening it, so an
+// invalid worktree (folder gone) is listed too.
+void read_admin_head(repository& repo, const fs::path& admin,
+                     worktree_info& info) {
+  auto head = trim(read_text(admin / "HEAD"));
+  const std::string ref_prefix = "ref: refs/heads/";
+  if (head.compare(0, ref_prefix.size(), ref_prefix) == 0) {
+    info.branch = head.substr(ref_prefix.size());
+    info.head = branch_tip(repo, info.branch).value_or("");
+  } else if (head.size() == GIT_OID_HEXSZ) {
+    info.head = head;
+  }
+}
+
+std::optional<worktree_info> find_worktree(repository& repo,
+                                           const std::string& name_or_path) {
+  for (auto& info : list_worktrees(repo))
+    if (info.name == name_or_path
+        || (name_or_path.find('/') != std::string::npos
+            && same_path(info.path, name_or_path)))
+      return info;
+  return std::nullopt;
+}
+
+worktree_ptr lookup_worktree(repository& repo, const std::string& name) {
+  git_worktree* raw = nullptr;
+  check(git_worktree_lookup(&raw, repo.get(), name.c_str()),
+        "look up worktree " + name);
+  return worktree_ptr{raw};
+}
+
+// Points `branch` at `base`, creating it when missing. An existing branch is
+// moved only when its tip is already merged into `base`; returns the
+// unmerged tip otherwise (and moves nothing).
+std::optional<std::string> set_branch(repository& repo,
+                                      const std::string& branch,
+                                      const std::string& base) {
+  auto what = "point branch " + branch + " at " + base;
+  auto tip = branch_tip(repo, branch);
+  if (tip && !is_ancestor(repo, *tip, base))
+    return tip;
+  if (tip && *tip == base)
+    return std::nullopt;
+  auto id = from_hex(base, what);
+  git_reference* raw = nullptr;
+  auto log = "taskforce: branch at " + base;
+  if (tip) {
+    // Compare-and-swap: nobody moved it since we looked.
+    auto old = from_hex(*tip, what);
+    check(git_reference_create_matching(&raw, repo.get(),
+                                        ("refs/heads/" + branch).c_str(), &id,
+                                        1, &old, log.c_str()),
+          what);
+  } else {
+    auto commit = detail::lookup_commit(repo, id);
+    check(git_branch_create(&raw, repo.get(), branch.c_str(), commit.get(), 0),
+          what);
+  }
+  reference_ptr guard{raw};
+  return std::nullopt;
+}
+
+} // namespace
+
+std::string worktree_name_for(const std::string& branch) {
+  std::string name;
+  for (char c : branch) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+              || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+    name += ok ? c : '-';
+  }
+  while (!name.empty() && name.front() == '.')
+    name.erase(name.begin());
+  // FNV-1a keeps "a/b" and "a-b" apart while the name stays readable.
+  uint32_t hash = 2166136261u;
+  for (unsigned char c : branch) {
+    hash ^= c;
+    hash *= 16777619u;
+  }
+  char suffix[16];
+  std::snprintf(suffix, sizeof(suffix), "-%06x", hash & 0xffffffu);
+  return name + suffix;
+}
+
+// -- create -------------------------------------------------------------------
+
+worktree_info create_worktree(repository& repo, const fs::path& path,
+                              const std::string& branch,
+                              const std::string& base_commit) {
+  auto what = "create worktree " + path.string() + " on branch " + branch;
+  auto abs = fs::absolute(path).lexically_normal();
+  std::error_code ec;
+  if (fs::exists(abs, ec)) {
+    if (!fs::is_directory(abs, ec) || !fs::is_empty(abs, ec))
+      throw error(what, "the folder exists and is not empty");
+    fs::remove(abs, ec); // libgit2 insists on creating the folder itself
+  }
+  fs::create_directories(abs.parent_path(), ec);
+  if (ec)
+    throw error(what, "cannot create " + abs.parent_path().string() + ": "
+                        + ec.message());
+  auto name = worktree_name_for(branch);
+  // A stale admin entry of a worktree whose folder is gone (a crash, or a
+  // folder deleted by hand) would block the name: prune it.
+  {
+    git_worktree* raw = nullptr;
+    if (git_worktree_lookup(&raw, repo.get(), name.c_str()) == 0) {
+      worktree_ptr old{raw};
+      if (git_worktree_validate(old.get()) == 0)
+        throw error(what, "worktree " + name + " already exists at "
+                            + git_worktree_path(old.get()));
+      git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+      check(git_worktree_prune(old.get(), &popts), what);
+    } else {
+      git_error_clear();
+    }
+  }
+  if (auto unmerged = set_branch(repo, branch, base_commit))
+    throw error(what, "branch " + branch + " holds commit " + *unmerged
+                        + " that is not merged into " + base_commit);
+  git_reference* ref_raw = nullptr;
+  check(git_branch_lookup(&ref_raw, repo.get(), branch.c_str(),
+                          GIT_BRANCH_LOCAL),
+        what);
+  reference_ptr ref{ref_raw};
+  git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
+  opts.ref = ref.get();
+  opts.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
+  git_worktree* wt_raw = nullptr;
+  check(git_worktree_add(&wt_raw, repo.get(), name.c_str(), abs.c_str(), &opts),
+        what);
+  worktree_ptr wt{wt_raw};
+  return worktree_info{name, git_worktree_path(wt.get()), branch, base_commit};
+}
+
+// -- reuse --------------------------------------------------------------------
+
+reuse_result reuse_worktree(repository& repo, const fs::path& path,
+                            const std::string& branch,
+                            const std::string& base_commit) {
+  auto what = "reuse worktree " + path.string() + " for branch " + branch;
+  reuse_result result;
+  auto found = find_worktree(repo, fs::absolute(path).string());
+  if (!found)
+    return result; // not_a_worktree
+  {
+    auto wt_handle = lookup_worktree(repo, found->name);
+    if (git_worktree_validate(wt_handle.get()) != 0) {
+      git_error_clear();
+      return result;
+    }
+  }
+  result.worktree = *found;
+  result.previous_branch = found->branch;
+  auto wt = open(found->path);
+  // Work in progress of any kind keeps the worktree as it is.
+  if (git_repository_state(wt.get()) != GIT_REPOSITORY_STATE_NONE) {
+    result.status = reuse_result::outcome::uncommitted_work;
+    result.paths = {"(a merge, rebase or cherry-pick is in progress)"};
+    return result;
+  }
+  result.paths = changed_paths(wt);
+  if (!result.paths.empty()) {
+    result.status = reuse_result::outcome::uncommitted_work;
+    return result;
+  }
+  auto head = head_commit(wt);
+  if (head && !is_ancestor(repo, *head, base_commit)) {
+    result.status = reuse_result::outcome::unmerged_work;
+    result.commit = *head;
+    return result;
+  }
+  // The target branch must not hold work either, and must not be checked
+  // out in another worktree.
+  if (branch != found->branch) {
+    git_reference* raw = nullptr;
+    if (git_branch_lookup(&raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL)
+        == 0) {
+      reference_ptr ref{raw};
+      if (git_branch_is_checked_out(ref.get()) == 1)
+        throw error(what, "branch " + branch
+                            + " is checked out in another worktree");
+    } else {
+      git_error_clear();
+    }
+  }
+  if (auto unmerged = set_branch(repo, branch, base_commit)) {
+    result.status = reuse_result::outcome::branch_has_work;
+    result.commit = *unmerged;
+    return result;
+  }
+  // Bring the files to the base, writing only what differs from the old
+  // HEAD (the worktree is clean, so the old HEAD is what is on disk). HEAD
+  // moves last: a kill before it leaves the old branch checked out with
+  // changed files, which a later reuse refuses and nothing deletes.
+  auto base = detail::lookup_commit(repo, base_commit);
+  auto base_tree = detail::tree_of(base.get());
+  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+  co.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_RECREATE_MISSING;
+  tree_ptr baseline;
+  if (head) {
+    auto old = detail::lookup_commit(wt, *head);
+    baseline = detail::tree_of(old.get());
+    co.baseline = baseline.get();
+  }
+  {
+    // The tree must be looked up in the worktree's own repository handle.
+    git_object* raw = nullptr;
+    auto tree_id = *git_tree_id(base_tree.get());
+    check(git_object_lookup(&raw, wt.get(), &tree_id, GIT_OBJECT_TREE), what);
+    object_ptr target{raw};
+    check(git_checkout_tree(wt.get(), target.get(), &co), what);
+  }
+  check(git_repository_set_head(wt.get(), ("refs/heads/" + branch).c_str()),
+        what);
+  result.status = reuse_result::outcome::reused;
+  result.worktree.branch = branch;
+  result.worktree.head = base_commit;
+  return result;
+}
+
+// -- inspect and commit -------------------------------------------------------
+
+std::vector<std::string> changed_paths(repository& worktree) {
+  // Rename detection is off: a rename shows as a deletion and an addition,
+  // which names both sides, as the scope check needs.
+  return detail::status_paths(worktree,
+                              GIT_STATUS_OPT_INCLUDE_UNTRACKED
+                                | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS);
+}
+
+std::string commit_all(repository& worktree, const std::string& message,
+                       const signature& author) {
+  auto what = "commit all changes in " + worktree.workdir().string();
+  auto index = detail::repository_index(worktree);
+  check(git_index_add_all(index.get(), nullptr, GIT_INDEX_ADD_DEFAULT, nullptr,
+                          nullptr),
+        what);
+  check(git_index_update_all(index.get(), nullptr, nullptr, nullptr), what);
+  if (git_index_has_conflicts(index.get()))
+    throw error(what, "the index has unresolved conflicts");
+  check(git_index_write(index.get()), what);
+  git_oid tree_id;
+  check(git_index_write_tree(&tree_id, index.get()), what);
+  auto head = head_commit(worktree);
+  commit_ptr parent;
+  if (head) {
+    parent = detail::lookup_commit(worktree, *head);
+    if (git_oid_equal(git_commit_tree_id(parent.get()), &tree_id))
+      return *head; // nothing changed
+  }
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, worktree.get(), &tree_id), what);
+  tree_ptr tree{tree_raw};
+  auto sig = detail::make_signature(worktree, author);
+  const git_commit* parents[] = {parent.get()};
+  git_oid id;
+  check(git_commit_create(&id, worktree.get(), "HEAD", sig.get(), sig.get(),
+                          nullptr, message.c_str(), tree.get(), head ? 1 : 0,
+                          parents),
+        what);
+  return to_hex(id);
+}
+
+// -- list, remove, prune ------------------------------------------------------
+
+std::vector<worktree_info> list_worktrees(repository& repo) {
+  strarray names;
+  check(git_worktree_list(&names.value, repo.get()), "list worktrees");
+  std::vector<worktree_info> result;
+  for (size_t i = 0; i < names.value.count; ++i) {
+    std::string name = names.value.strings[i];
+    git_worktree* raw = nullptr;
+    if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
+      git_error_clear();
+      continue;
+    }
+    worktree_ptr wt{raw};
+    worktree_info info;
+    info.name = name;
+    info.path = git_worktree_path(wt.get());
+    read_admin_head(repo, repo.common_dir() / "worktrees" / name, info);
+    result.push_back(std::move(info));
+  }
+  return result;
+}
+
+bool remove_worktree(repository& repo, const std::string& name_or_path,
+                     bool force) {
+  auto found = find_worktree(repo, name_or_path);
+  if (!found)
+    return false;
+  auto what = "remove worktree " + found->path.string();
+  std::error_code ec;
+  bool folder = fs::exists(found->path / ".git", ec);
+  if (folder && !force) {
+    auto wt = open(found->path);
+    auto paths = changed_paths(wt);
+    if (!paths.empty()) {
+      std::string list;
+      for (size_t i = 0; i < paths.size() && i < 10; ++i)
+        list += (i ? ", " : "") + paths[i];
+      if (paths.size() > 10)
+        list += ", ...";
+      throw error(what, "it holds uncommitted changes: " + list);
+    }
+  }
+  // Move the folder aside first (atomic), so a kill never leaves a valid
+  // worktree with half its files deleted; then drop the admin entry, then
+  // delete the moved folder.
+  fs::path trash;
+  if (fs::exists(found->path, ec)) {
+    trash = found->path;
+    trash += ".removing-" + std::to_string(::getpid());
+    fs::rename(found->path, trash, ec);
+    if (ec)
+      throw error(what, "cannot move the folder aside: " + ec.message());
+  }
+  auto wt = lookup_worktree(repo, found->name);
+  git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+  popts.flags = GIT_WORKTREE_PRUNE_VALID;
+  if (force)
+    popts.flags |= GIT_WORKTREE_PRUNE_LOCKED;
+  check(git_worktree_prune(wt.get(), &popts), what);
+  if (!trash.empty()) {
+    fs::remove_all(trash, ec);
+    if (ec)
+      throw error(what, "cannot delete " + trash.string() + ": "
+                          + ec.message());
+  }
+  return true;
+}
+
+std::vector<std::string> prune_worktrees(repository& repo) {
+  strarray names;
+  check(git_worktree_list(&names.value, repo.get()), "list worktrees");
+  std::vector<std::string> pruned;
+  for (size_t i = 0; i < names.value.count; ++i) {
+    std::string name = names.value.strings[i];
+    git_worktree* raw = nullptr;
+    if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
+      git_error_clear();
+      continue;
+    }
+    worktree_ptr wt{raw};
+    git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
+    if (git_worktree_is_prunable(wt.get(), &popts) != 1) {
+      git_error_clear();
+      continue;
+    }
+    check(git_worktree_prune(wt.get(), &popts), "prune worktree " + name);
+    pruned.push_back(name);
+  }
+  return pruned;
+}
+
+} // namespace taskforce::git

@@ -1,0 +1,232 @@
+#define CAF_SUITE unit.run
+#include <caf/test/unit_test.hpp>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "src/proc/run.hpp"
+#include "test.hpp"
+
+using namespace taskforce;
+using namespace taskforce::proc;
+using namespace std::chrono_literals;
+
+namespace {
+
+run_options sh(const std::string& script) {
+  run_options o;
+  o.argv = {"sh", "-c", script};
+  o.kill_grace = 300ms;
+  return o;
+}
+
+/// The pids a script printed, one per line, after a "pids:" prefix.
+std::vector<pid_t> printed_pids(const std::string& out) {
+  std::vector<pid_t> pids;
+  std::istringstream in(out);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("pid:", 0) == 0)
+      pids.push_back(std::stoi(line.substr(4)));
+  return pids;
+}
+
+bool gone(pid_t pid) {
+  return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+} // namespace
+
+CAF_TEST(the exit code and the output pass through) {
+  test::temp_dir dir;
+  auto o = sh("echo out; echo err >&2; exit 3");
+  o.log_file = (dir.path() / "worker.log").string();
+  auto r = run(o);
+  CAF_CHECK_EQUAL(r.exit_code, 3);
+  CAF_CHECK_EQUAL(r.signal, 0);
+  CAF_CHECK(!r.timed_out);
+  CAF_CHECK(!r.cancelled);
+  CAF_CHECK(!r.success());
+  CAF_CHECK_EQUAL(r.describe(), "exit 3");
+  CAF_CHECK_EQUAL(r.tail, "out\nerr\n");
+  CAF_CHECK_EQUAL(test::read_file(o.log_file), "out\nerr\n");
+  CAF_CHECK(run(sh("true")).success());
+}
+
+CAF_TEST(the log gets everything and the tail keeps the end) {
+  test::temp_dir dir;
+  auto o = sh("i=0; while [ $i -lt 2000 ]; do echo line$i; i=$((i+1)); done");
+  o.log_file = (dir.path() / "worker.log").string();
+  o.tail_bytes = 20;
+  auto r = run(o);
+  CAF_CHECK(r.success());
+  CAF_CHECK(r.tail_truncated);
+  CAF_CHECK_EQUAL(r.tail, "7\nline1998\nline1999\n");
+  auto log = test::read_file(o.log_file);
+  CAF_CHECK_EQUAL(log.substr(0, 12), "line0\nline1\n");
+  CAF_CHECK_EQUAL(log.size(), 16890u);
+  o.append_log = true;
+  o.argv = {"sh", "-c", "echo again"};
+  run(o);
+  CAF_CHECK_EQUAL(test::read_file(o.log_file).size(), 16896u);
+}
+
+CAF_TEST(working directory environment and stdin reach the command) {
+  test::temp_dir dir;
+  dir.write("input.txt", "from stdin");
+  auto o = sh("pwd; echo \"$TF_X\"; cat");
+  o.cwd = dir.path().string();
+  o.env = {{"TF_X", "x-value"}};
+  o.stdin_file = (dir.path() / "input.txt").string();
+  auto r = run(o);
+  auto real = std::filesystem::canonical(dir.path()).string();
+  CAF_CHECK_EQUAL(r.tail, real + "\nx-value\nfrom stdin");
+  CAF_CHECK_EQUAL(run(sh("cat")).tail, "");
+}
+
+CAF_TEST(a timeout kills a command that ignores the TERM signal and its children) {
+  auto o = sh("trap '' TERM; sleep 60 & echo pid:$!; sleep 60 & echo pid:$!;"
+              "echo pid:$$; wait; wait; echo survived");
+  o.timeout = 300ms;
+  o.kill_grace = 200ms;
+  auto r = run(o);
+  CAF_CHECK(r.timed_out);
+  CAF_CHECK(!r.cancelled);
+  CAF_CHECK_EQUAL(r.signal, SIGKILL);
+  CAF_CHECK_GREATER_OR_EQUAL(r.duration, 500ms);
+  CAF_CHECK_LESS(r.duration, 3000ms);
+  auto pids = printed_pids(r.tail);
+  CAF_REQUIRE_EQUAL(pids.size(), 3u);
+  for (auto pid : pids)
+    CAF_CHECK(gone(pid));
+  CAF_CHECK(gone(-r.pid)); // no process of the group is left
+  CAF_CHECK_EQUAL(r.tail.find("survived"), std::string::npos);
+}
+
+CAF_TEST(a timeout ends a cooperative command with the TERM signal alone) {
+  auto o = sh("sleep 60");
+  o.timeout = 200ms;
+  o.kill_grace = 5s;
+  auto r = run(o);
+  CAF_CHECK(r.timed_out);
+  CAF_CHECK_EQUAL(r.signal, SIGTERM);
+  CAF_CHECK_LESS(r.duration, 2000ms);
+}
+
+CAF_TEST(descendants that left the group or were orphaned do not survive) {
+  // One escapes into its own session, one is orphaned by a subshell, one
+  // escapes and then forks; the command itself exits at once.
+  auto o = sh("setsid sleep 60 & echo pid:$!;"
+              "( sleep 60 & echo pid:$! ) ;"
+              "setsid sh -c 'sleep 60 & echo pid:$!; wait' & echo pid:$!;"
+              "sleep 0.2; exit 0");
+  auto r = run(o);
+  CAF_CHECK(r.success());
+  CAF_CHECK_LESS(r.duration, 3000ms);
+  auto pids = printed_pids(r.tail);
+  CAF_REQUIRE_EQUAL(pids.size(), 4u);
+  for (auto pid : pids)
+    CAF_CHECK(gone(pid));
+}
+
+CAF_TEST(a background writer does not hold the run open) {
+  auto r = run(sh("(sleep 60; echo late) & echo early"));
+  CAF_CHECK(r.success());
+  CAF_CHECK_EQUAL(r.tail, "early\n");
+  CAF_CHECK_LESS(r.duration, 2000ms);
+}
+
+CAF_TEST(cancel from another thread terminates the group) {
+  auto o = sh("sleep 60 & echo pid:$!; wait");
+  cancel_handle handle;
+  o.cancel = handle;
+  pid_t started = -1;
+  o.on_start = [&](pid_t pid) { started = pid; };
+  std::thread stopper([handle] {
+    std::this_thread::sleep_for(200ms);
+    handle.cancel();
+  });
+  auto r = run(o);
+  stopper.join();
+  CAF_CHECK(r.cancelled);
+  CAF_CHECK(!r.timed_out);
+  CAF_CHECK_EQUAL(r.describe(), "cancelled");
+  CAF_CHECK_EQUAL(started, r.pid);
+  CAF_CHECK_LESS(r.duration, 2000ms);
+  for (auto pid : printed_pids(r.tail))
+    CAF_CHECK(gone(pid));
+}
+
+CAF_TEST(kill stops a command that ignores the TERM signal at once) {
+  auto o = sh("trap '' TERM; sleep 60");
+  o.kill_grace = 30s;
+  cancel_handle handle;
+  o.cancel = handle;
+  std::thread stopper([handle] {
+    std::this_thread::sleep_for(200ms);
+    handle.kill();
+  });
+  auto r = run(o);
+  stopper.join();
+  CAF_CHECK(r.cancelled);
+  CAF_CHECK_EQUAL(r.signal, SIGKILL);
+  CAF_CHECK_LESS(r.duration, 3000ms);
+}
+
+CAF_TEST(a handle cancelled before the start runs nothing) {
+  test::temp_dir dir;
+  auto o = sh("touch ran");
+  o.cwd = dir.path().string();
+  o.cancel.cancel();
+  auto r = run(o);
+  CAF_CHECK(r.cancelled);
+  CAF_CHECK_EQUAL(r.pid, -1);
+  CAF_CHECK(!std::filesystem::exists(dir.path() / "ran"));
+}
+
+CAF_TEST(a missing program or an unwritable log is a clear error) {
+  run_options o;
+  o.argv = {"taskforce-no-such-agent", "-p", "x"};
+  try {
+    run(o);
+    CAF_FAIL("run should throw");
+  } catch (const spawn_error& e) {
+    CAF_CHECK_EQUAL(std::string{e.what()},
+                    "cannot run 'taskforce-no-such-agent': No such file or "
+                    "directory");
+  }
+  o = sh("true");
+  o.log_file = "/nonexistent-dir/worker.log";
+  try {
+    run(o);
+    CAF_FAIL("run should throw");
+  } catch (const spawn_error& e) {
+    CAF_CHECK_EQUAL(std::string{e.what()},
+                    "cannot run 'sh': cannot write the log "
+                    "'/nonexistent-dir/worker.log': No such file or "
+                    "directory");
+  }
+}
+
+CAF_TEST(runs on several threads at once keep their own results) {
+  std::vector<std::thread> threads;
+  std::vector<run_result> results(6);
+  for (size_t i = 0; i < results.size(); ++i)
+    threads.emplace_back([i, &results] {
+      auto o = sh("sleep 0.1; echo " + std::to_string(i) + "; exit "
+                  + std::to_string(i));
+      results[i] = run(o);
+    });
+  for (auto& t : threads)
+    t.join();
+  for (size_t i = 0; i < results.size(); ++i) {
+    CAF_CHECK_EQUAL(results[i].exit_code, static_cast<int>(i));
+    CAF_CHECK_EQUAL(results[i].tail, std::to_string(i) + "\n");
+  }
+}
