@@ -1,0 +1,75 @@
+// The worker: one per task attempt. It leases the task's worktree from the
+// git service, runs the worker backend there (its own process group, the
+// task's timeout), reads the report, checks that every changed path lies in
+// the task's declared scope, runs the gate (its own process group, the
+// verify timeout), steers a failed gate back to the same backend up to
+// `run.maxRepairs` times without counting an attempt, and reports one
+// `attempt_outcome` to the orchestrator.
+//
+// It blocks on processes, so it runs detached. The orchestrator cancels it
+// through the shared cancel handle, which kills the running process group
+// at once; the worker then reports `interrupted`.
+//
+//   lease -> run backend -> report? -> scope check -> gate --pass--> done
+//               ^                                      |
+//               +------------- repair (fail) ----------+--> failed
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include <caf/fwd.hpp>
+
+#include "actors/orchestrator.hpp"
+#include "messages/interfaces.hpp"
+#include "src/config/config.hpp"
+#include "src/proc/run.hpp"
+
+namespace taskforce {
+
+/// One attempt, as the worker gets it.
+struct worker_job {
+  /// The run.
+  std::string run_id;
+  /// The task (a copy: the orchestrator's may change meanwhile).
+  run_task task;
+  /// The attempt number (from the ledger).
+  uint64_t attempt = 1;
+  /// Start from a clean worktree.
+  bool fresh = false;
+  /// The effective run config.
+  run_config cfg;
+  /// The repository's top folder.
+  std::filesystem::path root;
+  /// The `taskforce` executable (for the scripted backend).
+  std::string self_exe;
+  /// The git service.
+  git_actor git;
+  /// Receives progress and the outcome.
+  caf::actor orchestrator;
+  /// Shared with the orchestrator: kills the running process group.
+  proc::cancel_handle cancel;
+};
+
+/// Spawns the worker for `job` (detached).
+caf::actor spawn_worker(caf::actor_system& sys, worker_job job);
+
+/// The command line of the worker backend for a task (`sh -c run`, the
+/// scripted worker, or the agent preset); `repair_note` is the failed
+/// gate's output to fix, empty on the first round. Throws
+/// std::runtime_error when the backend cannot run the task.
+std::vector<std::string> backend_argv(const worker_job& job,
+                                      const std::string& backend,
+                                      const std::filesystem::path& cwd,
+                                      const std::filesystem::path& log_dir,
+                                      const std::string& repair_note);
+
+/// Kills (SIGKILL) every worker and gate process group still running in
+/// this process. Async-signal-safe: a second Ctrl-C calls it before _exit.
+void kill_all_worker_groups() noexcept;
+
+/// The path of the running executable.
+std::string current_executable();
+
+} // namespace taskforce
