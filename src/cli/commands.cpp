@@ -9,6 +9,18 @@ int run_run_command(const std::vector<std::string>&, const global_options&);
 extern const char* run_help;
 int run_resume_command(const std::vector<std::string>&, const global_options&);
 extern const char* resume_help;
+int run_status_command(const std::vector<std::string>&, const global_options&);
+extern const char* status_help;
+int run_list_command(const std::vector<std::string>&, const global_options&);
+extern const char* list_help;
+int run_logs_command(const std::vector<std::string>&, const global_options&);
+extern const char* logs_help;
+int run_diff_command(const std::vector<std::string>&, const global_options&);
+extern const char* diff_help;
+int run_abort_command(const std::vector<std::string>&, const global_options&);
+extern const char* abort_help;
+int run_discard_command(const std::vector<std::string>&, const global_options&);
+extern const char* discard_help;
 
 const std::vector<command>& commands() {
   static const std::vector<command> table{
@@ -18,6 +30,18 @@ const std::vector<command>& commands() {
      run_run_command},
     {"resume", "continue the latest unfinished run", resume_help,
      run_resume_command},
+    {"status", "show where the latest run stands", status_help,
+     run_status_command},
+    {"list", "one line per run", list_help,
+     run_list_command},
+    {"logs", "a task's state, gate output and history", logs_help,
+     run_logs_command},
+    {"diff", "a task's changes as a patch", diff_help,
+     run_diff_command},
+    {"abort", "stop the latest unfinished run", abort_help,
+     run_abort_command},
+    {"discard", "remove a task's worktree and branch", discard_help,
+     run_discard_command},
   };
   return table;
 }
