@@ -5,6 +5,8 @@ namespace taskforce::cli {
 
 int run_config_command(const std::vector<std::string>&, const global_options&);
 extern const char* config_help;
+int run_plan_command(const std::vector<std::string>&, const global_options&);
+extern const char* plan_help;
 int run_run_command(const std::vector<std::string>&, const global_options&);
 extern const char* run_help;
 int run_resume_command(const std::vector<std::string>&, const global_options&);
@@ -26,6 +28,8 @@ const std::vector<command>& commands() {
   static const std::vector<command> table{
     {"config", "check a config file and print the effective config",
      config_help, run_config_command},
+    {"plan", "parse a task file and print its schedule, running nothing",
+     plan_help, run_plan_command},
     {"run", "run a task file: worktrees, gates, merges", run_help,
      run_run_command},
     {"resume", "continue the latest unfinished run", resume_help,

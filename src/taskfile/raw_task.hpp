@@ -1,0 +1,92 @@
+// The parsers' shared middle: tasks as written, before validation.
+//
+// Each reader (checklist, headings, a custom parser's JSON) only finds
+// where tasks and values are; `validate` then checks every value, resolves
+// deps and finds cycles the same way for all of them.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/taskfile/parse.hpp"
+
+namespace taskforce::taskfile {
+
+/// One metadata value as written.
+struct raw_field {
+  /// The line on which the value is written.
+  size_t line = 0;
+  /// The text after `key:` (markdown readers).
+  std::string text;
+  /// Items of a list given as a JSON array (then `text` is unused).
+  std::vector<std::string> items;
+  bool is_list = false;
+};
+
+/// One task as written.
+struct raw_task {
+  size_t line = 0;
+  std::string title;
+  bool done = false;
+  std::string body;
+  bool design = false;
+  /// The id when no `id` field is given (`t3`, or the heading number).
+  std::string default_id;
+  /// Canonical key (id, files, locks, priority, verify, deps, agent, model,
+  /// risk, timeout, run) -> value.
+  std::map<std::string, raw_field> fields;
+  /// A custom parser may hold a task itself.
+  bool held = false;
+  std::optional<std::string> hold_reason;
+};
+
+/// The metadata keys of the checklist format, in documentation order.
+const std::vector<std::string>& checklist_keys();
+
+/// The key `word` is a near miss of (one edit, two for keys longer than
+/// five letters, `id` only exactly), or "" when it is none's.
+std::string near_miss(std::string_view word,
+                      const std::vector<std::string>& keys);
+
+/// Splits text into lines (without `\n` or a trailing `\r`).
+std::vector<std::string_view> split_lines(std::string_view text);
+
+/// `s` without leading and trailing blanks.
+std::string_view trim(std::string_view s);
+
+/// Lower-case ASCII copy of `s`.
+std::string lower(std::string_view s);
+
+/// `s` without one pair of backticks wrapping it whole.
+std::string_view strip_backticks(std::string_view s);
+
+/// The checklist reader.
+std::vector<raw_task> read_checklist(std::string_view text,
+                                     std::vector<parse_error>& errors);
+
+/// The headings reader; `fields` maps extra labels to canonical names.
+std::vector<raw_task>
+read_headings(std::string_view text,
+              const std::map<std::string, std::string>& fields,
+              std::vector<parse_error>& errors);
+
+/// Reads a custom parser's `{"tasks":[...],"errors":[...]}` output.
+std::vector<raw_task> read_parser_output(std::string_view json_text,
+                                         std::vector<parse_error>& errors);
+
+/// Runs `opts.parser_command` with `text` on its standard input; returns
+/// its standard output, or adds an error and returns nullopt.
+std::optional<std::string> run_parser_command(std::string_view text,
+                                              const parse_options& opts,
+                                              std::vector<parse_error>& errors);
+
+/// Checks every value, resolves deps, finds cycles and holds.
+std::vector<task_spec> validate(std::vector<raw_task> raw,
+                                const parse_options& opts,
+                                std::vector<parse_error>& errors);
+
+} // namespace taskforce::taskfile

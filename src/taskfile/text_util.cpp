@@ -1,0 +1,76 @@
+// Small text helpers shared by the task-file readers.
+#include <algorithm>
+
+#include "src/taskfile/raw_task.hpp"
+#include "src/text/edit_distance.hpp"
+
+namespace taskforce::taskfile {
+
+const std::vector<std::string>& checklist_keys() {
+  static const std::vector<std::string> keys{
+    "id",    "files", "locks", "priority", "verify", "deps",
+    "agent", "model", "risk",  "timeout",  "run"};
+  return keys;
+}
+
+std::string near_miss(std::string_view word,
+                      const std::vector<std::string>& keys) {
+  auto lowered = lower(word);
+  std::string best;
+  size_t best_distance = 3;
+  for (const auto& key : keys) {
+    size_t allowed = key == "id" ? 0 : key.size() > 5 ? 2 : 1;
+    auto distance = edit_distance(lowered, key);
+    if (distance > 0 && distance <= allowed && distance < best_distance) {
+      best = key;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string_view> split_lines(std::string_view text) {
+  std::vector<std::string_view> lines;
+  size_t start = 0;
+  while (start < text.size()) {
+    auto end = text.find('\n', start);
+    if (end == std::string_view::npos)
+      end = text.size();
+    auto line = text.substr(start, end - start);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    lines.push_back(line);
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string_view trim(std::string_view s) {
+  auto blank = [](char c) {
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\f'
+           || c == '\v';
+  };
+  while (!s.empty() && blank(s.front()))
+    s.remove_prefix(1);
+  while (!s.empty() && blank(s.back()))
+    s.remove_suffix(1);
+  return s;
+}
+
+std::string lower(std::string_view s) {
+  std::string out{s};
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  });
+  return out;
+}
+
+std::string_view strip_backticks(std::string_view s) {
+  s = trim(s);
+  if (s.size() >= 2 && s.front() == '`' && s.back() == '`'
+      && s.find('`', 1) == s.size() - 1)
+    return trim(s.substr(1, s.size() - 2));
+  return s;
+}
+
+} // namespace taskforce::taskfile
