@@ -20,6 +20,8 @@ void print_overview(std::ostream& out) {
          "Admits, schedules, isolates, verifies and merges the work of AI "
          "coding subagents.\n\ncommands:\n";
   for (const auto& cmd : commands()) {
+    if (*cmd.summary == '\0')
+      continue; // a hidden command
     std::string name = cmd.name;
     name.resize(std::max<size_t>(name.size() + 2, 10), ' ');
     out << "  " << name << cmd.summary << '\n';

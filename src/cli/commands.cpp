@@ -23,6 +23,9 @@ int run_abort_command(const std::vector<std::string>&, const global_options&);
 extern const char* abort_help;
 int run_discard_command(const std::vector<std::string>&, const global_options&);
 extern const char* discard_help;
+int run_scripted_worker_command(const std::vector<std::string>&,
+                                const global_options&);
+extern const char* scripted_worker_help;
 
 const std::vector<command>& commands() {
   static const std::vector<command> table{
@@ -46,6 +49,9 @@ const std::vector<command>& commands() {
      run_abort_command},
     {"discard", "remove a task's worktree and branch", discard_help,
      run_discard_command},
+    // Hidden (empty summary): the worker process of the `scripted` backend.
+    {"scripted-worker", "", scripted_worker_help,
+     run_scripted_worker_command},
   };
   return table;
 }

@@ -1,0 +1,143 @@
+#include "src/worker/prompt.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace fs = std::filesystem;
+
+namespace taskforce {
+
+namespace {
+
+/// A fence longer than any run of backticks in `text`, so quoted output
+/// cannot close it early.
+std::string fence_for(const std::string& text) {
+  size_t longest = 0, run = 0;
+  for (char c : text) {
+    run = c == '`' ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return std::string(std::max<size_t>(3, longest + 1), '`');
+}
+
+std::string trimmed(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos)
+    return {};
+  auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+/// The end of `text`, at most `limit` bytes, starting on a line boundary
+/// when one is near.
+std::string tail_of(const std::string& text, size_t limit) {
+  if (text.size() <= limit)
+    return text;
+  auto start = text.size() - limit;
+  auto nl = text.find('\n', start);
+  if (nl != std::string::npos && nl - start < 200)
+    start = nl + 1;
+  return "[... " + std::to_string(start) + " earlier bytes cut ...]\n"
+         + text.substr(start);
+}
+
+} // namespace
+
+std::string worker_contract_text() {
+  return "## How to report\n\n"
+         "Work only inside the current directory, which is a git worktree of "
+         "its own. Do not commit, merge or switch branches: your changes are "
+         "checked, committed and merged for you.\n\n"
+         "When you are finished, end your final message with exactly one "
+         "fenced JSON block, as the last thing you print:\n\n"
+         "```json\n"
+         "{\"status\": \"done\", \"summary\": \"one line on what you did\", "
+         "\"files\": [\"every path you changed\"]}\n"
+         "```\n\n"
+         "If you cannot finish (a decision is needed, a file outside your "
+         "write scope must change, something is missing), stop and report "
+         "`\"status\": \"blocked\"` with the reason in `\"summary\"`. You may "
+         "add `\"usage\": {\"input_tokens\": N, \"output_tokens\": N, "
+         "\"cost_usd\": X}`. If you cannot print JSON, end with a line "
+         "`[task:done]` or `[task:blocked] <reason>` instead. Without a "
+         "report the attempt counts as failed.\n";
+}
+
+std::string compose_prompt(const prompt_request& r) {
+  std::ostringstream out;
+  out << "# Task " << r.task_id << ": " << trimmed(r.title) << "\n\n";
+  auto body = trimmed(r.body);
+  if (!body.empty())
+    out << body << "\n\n";
+  out << "## Write scope\n\n";
+  if (r.files.empty()) {
+    out << "No files are declared for this task. Change as little as "
+           "possible, and report blocked if the task needs a wider scope.\n\n";
+  } else {
+    out << "Change only these paths (globs: `*` and `?` within a name, `**` "
+           "across folders); a change anywhere else fails the task:\n\n";
+    for (auto& f : r.files)
+      out << "- `" << f << "`\n";
+    out << '\n';
+  }
+  if (!r.verify.empty())
+    out << "## Verification\n\nYour work is accepted only if this command "
+           "passes in the current directory:\n\n"
+        << fence_for(r.verify) << "sh\n"
+        << r.verify << '\n'
+        << fence_for(r.verify) << "\n\n";
+  if (!r.previous_failure.empty())
+    out << "## Previous attempt\n\nAn earlier attempt at this task failed: "
+        << trimmed(r.previous_failure) << "\n\n";
+  if (r.repair_round > 0) {
+    auto tail = tail_of(r.gate_tail, max_prompt_gate_tail);
+    auto fence = fence_for(tail);
+    out << "## Repair (round " << r.repair_round << ")\n\n"
+        << "Your changes are still in the working tree, but the verification "
+           "command failed"
+        << (r.gate_result.empty() ? "" : " (" + r.gate_result + ")")
+        << ". The end of its output:\n\n"
+        << fence << "text\n"
+        << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << fence
+        << "\n\nFix the cause in place, then report again.\n\n";
+  }
+  if (r.contract)
+    out << worker_contract_text() << '\n';
+  auto extra = trimmed(r.instructions);
+  auto file_extra = trimmed(r.instructions_file_text);
+  if (!extra.empty() || !file_extra.empty()) {
+    out << "## Instructions\n\n";
+    if (!extra.empty())
+      out << extra << "\n\n";
+    if (!file_extra.empty())
+      out << file_extra << "\n\n";
+  }
+  auto text = out.str();
+  while (text.size() > 1 && text[text.size() - 1] == '\n'
+         && text[text.size() - 2] == '\n')
+    text.pop_back();
+  return text;
+}
+
+std::string read_instructions_file(const std::string& path,
+                                   const std::string& repo) {
+  if (path.empty())
+    return {};
+  fs::path file = path;
+  if (file.is_relative() && !repo.empty())
+    file = fs::path{repo} / file;
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("run.workerInstructionsFile: cannot read "
+                             + file.string() + ": " + std::strerror(errno));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+} // namespace taskforce

@@ -1,0 +1,125 @@
+#define CAF_SUITE unit.prompt
+#include <caf/test/unit_test.hpp>
+
+#include <string>
+
+#include "src/report/report.hpp"
+#include "src/worker/prompt.hpp"
+#include "test.hpp"
+
+using namespace taskforce;
+
+namespace {
+
+prompt_request sample() {
+  prompt_request r;
+  r.task_id = "t2";
+  r.title = "Add the cache layer";
+  r.body = "  Cache tokens for 5 minutes.\n";
+  r.files = {"src/auth/cache.ts", "src/auth/**"};
+  r.verify = "npm test -- auth";
+  r.instructions = "Use 2-space indentation.";
+  r.instructions_file_text = "Never touch package-lock.json.\n";
+  return r;
+}
+
+size_t at(const std::string& text, const std::string& part) {
+  auto pos = text.find(part);
+  if (pos == std::string::npos)
+    CAF_FAIL("missing from the prompt: " << part);
+  return pos;
+}
+
+} // namespace
+
+CAF_TEST(the prompt carries the task its scope its gate the contract and the
+           instructions in order) {
+  auto p = compose_prompt(sample());
+  auto title = at(p, "# Task t2: Add the cache layer\n\nCache tokens for 5 "
+                     "minutes.\n");
+  auto scope = at(p, "## Write scope\n");
+  at(p, "- `src/auth/cache.ts`\n- `src/auth/**`\n");
+  auto gate = at(p, "## Verification\n");
+  at(p, "```sh\nnpm test -- auth\n```\n");
+  auto contract = at(p, "## How to report\n");
+  auto extra = at(p, "## Instructions\n\nUse 2-space indentation.\n\nNever "
+                     "touch package-lock.json.\n");
+  CAF_CHECK_EQUAL(title, 0u);
+  CAF_CHECK_LESS(title, scope);
+  CAF_CHECK_LESS(scope, gate);
+  CAF_CHECK_LESS(gate, contract);
+  CAF_CHECK_LESS(contract, extra);
+  CAF_CHECK_EQUAL(p.find("## Repair"), std::string::npos);
+  CAF_CHECK_EQUAL(p.back(), '\n');
+  CAF_CHECK_NOT_EQUAL(p.substr(p.size() - 2), "\n\n");
+}
+
+CAF_TEST(a repair round quotes the failing gate safely) {
+  auto r = sample();
+  r.repair_round = 2;
+  r.gate_result = "exit 1";
+  r.gate_tail = "FAIL cache.test.ts\n```\nexpected 1 got 2\n";
+  auto p = compose_prompt(r);
+  at(p, "## Repair (round 2)\n");
+  at(p, "the verification command failed (exit 1)");
+  // The quoted output holds a ``` line, so the fence is longer.
+  at(p, "````text\nFAIL cache.test.ts\n```\nexpected 1 got 2\n````\n");
+  CAF_CHECK_LESS(at(p, "## Repair"), at(p, "## How to report"));
+}
+
+CAF_TEST(a long gate output is cut to its end) {
+  auto r = sample();
+  r.repair_round = 1;
+  r.gate_tail = std::string(100000, 'a') + "\nthe last line\n";
+  auto p = compose_prompt(r);
+  at(p, "earlier bytes cut ...]\n");
+  at(p, "the last line\n```");
+  CAF_CHECK_LESS(p.size(), max_prompt_gate_tail + 4000);
+}
+
+CAF_TEST(a retry says why the previous attempt failed) {
+  auto r = sample();
+  r.previous_failure = "timed out after 1200000 ms";
+  at(compose_prompt(r), "## Previous attempt\n\nAn earlier attempt at this "
+                        "task failed: timed out after 1200000 ms\n");
+}
+
+CAF_TEST(without files gate contract or instructions the prompt says so or
+           leaves them out) {
+  prompt_request r;
+  r.task_id = "t1";
+  r.title = "Tidy up";
+  r.contract = false;
+  auto p = compose_prompt(r);
+  at(p, "No files are declared for this task.");
+  CAF_CHECK_EQUAL(p.find("## Verification"), std::string::npos);
+  CAF_CHECK_EQUAL(p.find("## How to report"), std::string::npos);
+  CAF_CHECK_EQUAL(p.find("## Instructions"), std::string::npos);
+}
+
+CAF_TEST(the contract example is itself a valid done report) {
+  auto reading = read_report(worker_contract_text());
+  // The example block is the last json block; the markers come after it in
+  // prose, and the block wins.
+  CAF_REQUIRE(reading.report);
+  CAF_CHECK(reading.report->status == report_status::done);
+  CAF_CHECK_EQUAL(reading.report->summary, "one line on what you did");
+}
+
+CAF_TEST(the instructions file is read relative to the repository) {
+  test::temp_dir repo;
+  repo.write("docs/worker.md", "Be brief.\n");
+  CAF_CHECK_EQUAL(read_instructions_file("docs/worker.md",
+                                         repo.path().string()),
+                  "Be brief.\n");
+  CAF_CHECK_EQUAL(read_instructions_file("", repo.path().string()), "");
+  try {
+    read_instructions_file("docs/none.md", repo.path().string());
+    CAF_FAIL("expected an error");
+  } catch (const std::runtime_error& e) {
+    CAF_CHECK_EQUAL(std::string{e.what()},
+                    "run.workerInstructionsFile: cannot read "
+                      + (repo.path() / "docs/none.md").string()
+                      + ": No such file or directory");
+  }
+}
