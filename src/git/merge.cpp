@@ -185,6 +185,7 @@ checkout_repair update_checkout(repository& repo, git_tree* from, git_tree* to,
   };
   std::vector<step> removals;
   std::vector<step> writes;
+  std::vector<step> index_only;
   for (auto& path : paths) {
     auto a = tree_entry(from, path);
     auto b = tree_entry(to, path);
@@ -202,6 +203,10 @@ checkout_repair update_checkout(repository& repo, git_tree* from, git_tree* to,
     bool index_ok = !conflicted && (same(in_index, a) || same(in_index, b));
     bool disk_ok = same_content(disk, a) || same_content(disk, b);
     if (!index_ok || !disk_ok) {
+      // The file is the user's; an index entry still at either version is
+      // ours, so it follows HEAD and `git status` shows just their edit.
+      if (index_ok && !same(in_index, b))
+        index_only.push_back({path, b});
       result.kept.push_back(path);
       continue;
     }
@@ -224,7 +229,21 @@ checkout_repair update_checkout(repository& repo, git_tree* from, git_tree* to,
           "add " + s.path + " to the index");
     result.updated.push_back(s.path);
   }
-  if (!result.updated.empty())
+  for (auto& s : index_only) {
+    if (s.target.mode == 0) {
+      check(git_index_remove_bypath(index.get(), s.path.c_str()),
+            "remove " + s.path + " from the index");
+      continue;
+    }
+    // No stat data: git sees the file as changed until it hashes it again.
+    git_index_entry entry{};
+    entry.mode = s.target.mode;
+    entry.id = s.target.id;
+    entry.path = s.path.c_str();
+    check(git_index_add(index.get(), &entry),
+          "update " + s.path + " in the index");
+  }
+  if (!result.updated.empty() || !index_only.empty())
     check(git_index_write(index.get()), "write the index");
   detail::sort_unique(result.updated);
   return result;

@@ -1,0 +1,228 @@
+#define CAF_SUITE unit.git_merge
+#include <caf/test/unit_test.hpp>
+
+#include "git_fixture.hpp"
+
+using namespace taskforce;
+using namespace taskforce::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+using outcome = git::merge_result::outcome;
+
+std::string parent(const fs::path& root, const std::string& rev) {
+  auto out = git_ok(root, {"rev-parse", rev});
+  return out.substr(0, 40);
+}
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(git_merge_tests, git_fixture)
+
+CAF_TEST(a diamond merged in order gives merge commits on the first parent line) {
+  auto first = tip_of(repo, "main");
+  // t1 and t2 start from the same tip; t3 depends on both.
+  auto b1 = task_commit("t1", {{"src/one.txt", "one\n"}});
+  auto b2 = task_commit("t2", {{"src/two.txt", "two\n"}});
+  auto tip1 = tip_of(repo, b1);
+  auto tip2 = tip_of(repo, b2);
+  auto m1 = git::merge_into_base(repo, b1, "main", "Merge t1", who);
+  CAF_REQUIRE_EQUAL(m1.status, outcome::merged);
+  auto m2 = git::merge_into_base(repo, b2, "main", "Merge t2", who);
+  CAF_REQUIRE_EQUAL(m2.status, outcome::merged);
+  auto b3 = task_commit("t3", {{"src/three.txt", "three\n"}});
+  // t3's worktree starts from the tip that holds both dependencies.
+  CAF_CHECK(fs::exists(wt_path("t3") / "src/one.txt"));
+  CAF_CHECK(fs::exists(wt_path("t3") / "src/two.txt"));
+  auto tip3 = tip_of(repo, b3);
+  auto m3 = git::merge_into_base(repo, b3, "main", "Merge t3", who);
+  CAF_REQUIRE_EQUAL(m3.status, outcome::merged);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), m3.commit);
+  CAF_CHECK_EQUAL(parent(root, m1.commit + "^1"), first);
+  CAF_CHECK_EQUAL(parent(root, m1.commit + "^2"), tip1);
+  CAF_CHECK_EQUAL(parent(root, m2.commit + "^1"), m1.commit);
+  CAF_CHECK_EQUAL(parent(root, m2.commit + "^2"), tip2);
+  CAF_CHECK_EQUAL(parent(root, m3.commit + "^1"), m2.commit);
+  CAF_CHECK_EQUAL(parent(root, m3.commit + "^2"), tip3);
+  auto line = lines_of(git_ok(root, {"log", "--first-parent", "--format=%s"}));
+  CAF_CHECK_EQUAL(line, (std::vector<std::string>{"Merge t3", "Merge t2",
+                                                   "Merge t1", "first"}));
+  // The main checkout follows the base and is clean.
+  CAF_CHECK_EQUAL(read_file(root / "src/one.txt"), "one\n");
+  CAF_CHECK_EQUAL(read_file(root / "src/three.txt"), "three\n");
+  CAF_CHECK_EQUAL(porcelain(), "");
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a branch that could fast forward still gets a merge commit) {
+  auto old_tip = tip_of(repo, "main");
+  auto b = task_commit("t1", {{"src/a.txt", "changed\n"}});
+  auto tip = tip_of(repo, b);
+  auto m = git::merge_into_base(repo, b, "main", "Merge t1", who);
+  CAF_REQUIRE_EQUAL(m.status, outcome::merged);
+  CAF_CHECK_NOT_EQUAL(m.commit, tip);
+  CAF_CHECK_EQUAL(parent(root, "main^1"), old_tip);
+  CAF_CHECK_EQUAL(parent(root, "main^2"), tip);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "changed\n");
+  CAF_CHECK_EQUAL(porcelain(), "");
+  // Merging again changes nothing and names the same merge.
+  auto again = git::merge_into_base(repo, b, "main", "Merge t1", who);
+  CAF_CHECK_EQUAL(again.status, outcome::already_merged);
+  CAF_CHECK_EQUAL(again.commit, m.commit);
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a conflict names its paths and leaves the main checkout untouched) {
+  auto b1 = task_commit("t1", {{"src/a.txt", "a1\nFIRST\na3\n"}});
+  auto b2 = task_commit("t2", {{"src/a.txt", "a1\nSECOND\na3\n"},
+                               {"src/other.txt", "x\n"}});
+  CAF_REQUIRE_EQUAL(git::merge_into_base(repo, b1, "main", "m1", who).status,
+                    outcome::merged);
+  auto before = tip_of(repo, "main");
+  auto m2 = git::merge_into_base(repo, b2, "main", "m2", who);
+  CAF_CHECK_EQUAL(m2.status, outcome::conflict);
+  CAF_CHECK_EQUAL(m2.paths, std::vector<std::string>{"src/a.txt"});
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), before);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\nFIRST\na3\n");
+  CAF_CHECK(!fs::exists(root / "src/other.txt"));
+  CAF_CHECK(!fs::exists(root / ".git/MERGE_HEAD"));
+  CAF_CHECK_EQUAL(porcelain(), "");
+  // The branch and its worktree are kept for the user.
+  CAF_CHECK(git::branch_tip(repo, b2).has_value());
+  CAF_CHECK(fs::exists(wt_path("t2") / "src/other.txt"));
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a merge never overwrites uncommitted edits in the main checkout) {
+  auto b1 = task_commit("t1", {{"src/a.txt", "from task\n"}});
+  auto b2 = task_commit("t2", {{"src/new.txt", "task's new file\n"}});
+  auto b3 = task_commit("t3", {{"src/c.txt", "c\n"}});
+  write(root, "src/a.txt", "user's edit\n");
+  write(root, "src/new.txt", "user's untracked file\n");
+  auto before = tip_of(repo, "main");
+  auto m1 = git::merge_into_base(repo, b1, "main", "m1", who);
+  CAF_CHECK_EQUAL(m1.status, outcome::dirty_checkout);
+  CAF_CHECK_EQUAL(m1.paths, std::vector<std::string>{"src/a.txt"});
+  auto m2 = git::merge_into_base(repo, b2, "main", "m2", who);
+  CAF_CHECK_EQUAL(m2.status, outcome::dirty_checkout);
+  CAF_CHECK_EQUAL(m2.paths, std::vector<std::string>{"src/new.txt"});
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), before);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "user's edit\n");
+  CAF_CHECK_EQUAL(read_file(root / "src/new.txt"), "user's untracked file\n");
+  // A merge that touches other files goes ahead and keeps the edit.
+  auto m3 = git::merge_into_base(repo, b3, "main", "m3", who);
+  CAF_CHECK_EQUAL(m3.status, outcome::merged);
+  CAF_CHECK_EQUAL(read_file(root / "src/c.txt"), "c\n");
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "user's edit\n");
+  CAF_CHECK_EQUAL(porcelain(), " M src/a.txt\n?? src/new.txt\n");
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a merge into a base that is not checked out leaves the checkout alone) {
+  git_ok(root, {"branch", "integration"});
+  auto b = task_commit("t1", {{"src/a.txt", "task\n"}});
+  auto m = git::merge_into_base(repo, b, "integration", "m", who);
+  CAF_CHECK_EQUAL(m.status, outcome::merged);
+  CAF_CHECK_EQUAL(tip_of(repo, "integration"), m.commit);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\na2\na3\n");
+  CAF_CHECK_EQUAL(porcelain(), "");
+}
+
+CAF_TEST(merged_commit finds a merge the user did by hand) {
+  auto b = task_commit("t1", {{"src/a.txt", "task\n"}});
+  auto tip = tip_of(repo, b);
+  CAF_CHECK(!git::merged_commit(repo, tip, "main").has_value());
+  git_ok(root, {"merge", "--no-ff", "-m", "by hand", b});
+  auto hand_merge = parent(root, "HEAD");
+  write(root, "later.txt", "later\n");
+  git_ok(root, {"add", "later.txt"});
+  git_ok(root, {"commit", "-m", "later"});
+  CAF_CHECK_EQUAL(git::merged_commit(repo, tip, "main"), hand_merge);
+  auto m = git::merge_into_base(repo, b, "main", "again", who);
+  CAF_CHECK_EQUAL(m.status, outcome::already_merged);
+  CAF_CHECK_EQUAL(m.commit, hand_merge);
+  // A fast-forward by hand: the tip itself is on the first-parent line.
+  auto b2 = task_commit("t2", {{"src/b.txt", "task two\n"}});
+  auto tip2 = tip_of(repo, b2);
+  git_ok(root, {"merge", "--ff-only", b2});
+  CAF_CHECK_EQUAL(git::merged_commit(repo, tip2, "main"), tip2);
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(complete_checkout finishes an update cut short and keeps user edits) {
+  auto b = task_commit("t1", {{"src/a.txt", "A\n"},
+                              {"src/b.txt", "B\n"},
+                              {"src/new.txt", "N\n"},
+                              {"src/deep/x.txt", "X\n"}});
+  git_ok(wt_path("t1"), {"rm", "-q", "README.md"});
+  git_ok(wt_path("t1"), {"commit", "-q", "-m", "drop readme"});
+  auto m = git::merge_into_base(repo, b, "main", "m", who);
+  CAF_REQUIRE_EQUAL(m.status, outcome::merged);
+  // The kill: the ref moved but index and files still hold the first parent.
+  git_ok(root, {"read-tree", "-u", "--reset", "HEAD^1"});
+  CAF_REQUIRE(fs::exists(root / "README.md"));
+  CAF_REQUIRE(!fs::exists(root / "src/new.txt"));
+  // One file was already written before the kill, its index entry not.
+  write(root, "src/b.txt", "B\n");
+  // The user edited one file meanwhile.
+  write(root, "src/a.txt", "user\n");
+  auto fix = git::complete_checkout(repo);
+  CAF_CHECK_EQUAL(fix.kept, std::vector<std::string>{"src/a.txt"});
+  CAF_CHECK_EQUAL(fix.updated,
+                  (std::vector<std::string>{"README.md", "src/b.txt",
+                                            "src/deep/x.txt", "src/new.txt"}));
+  CAF_CHECK(!fs::exists(root / "README.md"));
+  CAF_CHECK_EQUAL(read_file(root / "src/new.txt"), "N\n");
+  CAF_CHECK_EQUAL(read_file(root / "src/deep/x.txt"), "X\n");
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "user\n");
+  CAF_CHECK_EQUAL(porcelain(), " M src/a.txt\n");
+  // A second pass has nothing left to do.
+  auto again = git::complete_checkout(repo);
+  CAF_CHECK(again.updated.empty());
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(stale lock files from a killed git are cleared) {
+  auto b = task_commit("t1", {{"src/a.txt", "task\n"}});
+  auto admin = git::list_worktrees(repo).at(0).name;
+  write(root, ".git/index.lock", "");
+  write(root, ".git/refs/heads/main.lock", "");
+  write(root, ".git/packed-refs.lock", "");
+  write(root, ".git/worktrees/" + admin + "/index.lock", "");
+  auto before = tip_of(repo, "main");
+  bool refused = false;
+  try {
+    git::merge_into_base(repo, b, "main", "m", who);
+  } catch (const git::error& e) {
+    refused = true;
+    CAF_MESSAGE("refused with: " << e.what());
+  }
+  CAF_CHECK(refused);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), before);
+  auto removed = git::clear_stale_locks(repo);
+  CAF_CHECK_EQUAL(removed.size(), 4u);
+  CAF_CHECK(!fs::exists(root / ".git/index.lock"));
+  CAF_CHECK(!fs::exists(root / ".git/worktrees" / admin / "index.lock"));
+  auto m = git::merge_into_base(repo, b, "main", "m", who);
+  CAF_CHECK_EQUAL(m.status, outcome::merged);
+  CAF_CHECK_EQUAL(porcelain(), "");
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(diff_text shows the work of a task as a patch) {
+  auto b = task_commit("t1", {{"src/a.txt", "a1\nchanged\na3\n"}});
+  auto base = tip_of(repo, "main");
+  auto tip = tip_of(repo, b);
+  auto patch = git::diff_text(repo, base, tip);
+  CAF_CHECK(patch.find("+++ b/src/a.txt") != std::string::npos);
+  CAF_CHECK(patch.find("-a2") != std::string::npos);
+  CAF_CHECK(patch.find("+changed") != std::string::npos);
+  auto wt = git::open(wt_path("t1"));
+  write(wt_path("t1"), "fresh.txt", "fresh\n");
+  auto live = git::diff_text(wt, base);
+  CAF_CHECK(live.find("+changed") != std::string::npos);
+  CAF_CHECK(live.find("+++ b/fresh.txt") != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
