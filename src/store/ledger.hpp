@@ -35,6 +35,13 @@ struct sqlite3;
 
 namespace taskforce::store {
 
+namespace detail {
+
+/// The connection's prepared statements (ledger.cpp).
+struct statement_cache;
+
+} // namespace detail
+
 /// The schema version this code writes (`PRAGMA user_version`).
 constexpr int ledger_schema_version = 1;
 
@@ -453,6 +460,7 @@ class ledger {
 
   sqlite3* db_ = nullptr;
   std::filesystem::path path_;
+  std::unique_ptr<detail::statement_cache> cache_;
 };
 
 } // namespace taskforce::store

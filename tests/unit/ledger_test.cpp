@@ -1,0 +1,442 @@
+#define CAF_SUITE unit.ledger
+#include <caf/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include "src/store/ledger.hpp"
+#include "test.hpp"
+
+using namespace taskforce;
+using namespace taskforce::store;
+using json = nlohmann::json;
+
+namespace {
+
+// A copy, so a check never refers into a temporary that is gone.
+template<class T>
+T copy(const T& x) {
+  return x;
+}
+
+// A plain SQLite connection, standing for another process.
+struct raw_db {
+  sqlite3* db = nullptr;
+
+  explicit raw_db(const std::filesystem::path& path) {
+    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
+    sqlite3_busy_timeout(db, 2000);
+  }
+
+  ~raw_db() {
+    sqlite3_close_v2(db);
+  }
+
+  int exec(const std::string& sql) {
+    return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
+  }
+
+  int64_t scalar(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
+    int64_t result = -1;
+    if (sqlite3_step(s) == SQLITE_ROW)
+      result = sqlite3_column_int64(s, 0);
+    sqlite3_finalize(s);
+    return result;
+  }
+
+  std::string text(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
+    std::string result;
+    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
+      result = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return result;
+  }
+};
+
+new_run sample_run(const std::string& id, const std::string& file = "TASKS.md",
+                   int tasks = 3) {
+  new_run r;
+  r.id = id;
+  r.file = file;
+  r.file_hash = content_hash("- [ ] one\n");
+  r.base_branch = "main";
+  r.max_concurrency = 2;
+  r.config_json = R"({"run":{"maxConcurrency":2}})";
+  for (int i = 1; i <= tasks; ++i)
+    r.tasks.push_back(new_task{"t" + std::to_string(i), i,
+                               "Task " + std::to_string(i), task_state::pending,
+                               std::nullopt});
+  return r;
+}
+
+// Whether `f` throws a ledger_error.
+template<class F>
+bool fails(F f) {
+  try {
+    f();
+  } catch (const ledger_error&) {
+    return true;
+  }
+  return false;
+}
+
+task_change to(task_state s) {
+  task_change c;
+  c.to = s;
+  return c;
+}
+
+struct fixture {
+  test::temp_dir dir;
+  std::filesystem::path file = dir.path() / ".taskforce" / "ledger.sqlite";
+  ledger db = ledger::open(file);
+
+  // Walks t1 to running (attempt 1).
+  void start(const std::string& run, const std::string& task, int64_t at) {
+    db.transition(run, task, to(task_state::ready), at);
+    db.transition(run, task, to(task_state::running), at);
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(ledger_tests, fixture)
+
+CAF_TEST(opening twice keeps the schema and the data) {
+  db.create_run(sample_run("r1"), 1000);
+  {
+    auto again = ledger::open(file);
+    CAF_CHECK(again.find_run("r1").has_value());
+  }
+  db = ledger::open(file);
+  CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
+  raw_db raw{file};
+  CAF_CHECK_EQUAL(raw.scalar("PRAGMA user_version"), ledger_schema_version);
+  CAF_CHECK_EQUAL(raw.text("PRAGMA journal_mode"), "wal");
+}
+
+CAF_TEST(a ledger from a newer taskforce is refused) {
+  {
+    raw_db raw{file};
+    raw.exec("PRAGMA user_version = 99");
+  }
+  try {
+    ledger::open(file);
+    CAF_FAIL("opened a newer ledger");
+  } catch (const ledger_error& e) {
+    CAF_CHECK_EQUAL(e.code(), ledger_errc::schema);
+    CAF_CHECK(std::string{e.what()}.find("99") != std::string::npos);
+  }
+}
+
+CAF_TEST(a read only open of a missing ledger says not found) {
+  try {
+    ledger::open(dir.path() / "nothing.sqlite", ledger_options{true});
+    CAF_FAIL("opened a missing ledger");
+  } catch (const ledger_error& e) {
+    CAF_CHECK_EQUAL(e.code(), ledger_errc::not_found);
+  }
+  CAF_CHECK(!std::filesystem::exists(dir.path() / "nothing.sqlite"));
+}
+
+CAF_TEST(status json has exactly the command line shape) {
+  db.create_run(sample_run("r1"), 1000);
+  start("r1", "t1", 1100);
+  db.transition("r1", "t1", to(task_state::verifying), 1200);
+  db.transition("r1", "t1", to(task_state::merging), 1300);
+  task_change done = to(task_state::done);
+  done.fields.merge_commit = "abc123";
+  done.fields.branch = "taskforce/r1/t1";
+  db.transition("r1", "t1", done, 1400);
+  task_change skipped = to(task_state::skipped);
+  skipped.reason = "t1 failed";
+  db.transition("r1", "t3", skipped, 1500);
+  db.set_run_state("r1", run_state::paused, "t2 failed", 1600);
+  auto st = db.status("r1");
+  CAF_REQUIRE(st.has_value());
+  CAF_CHECK_EQUAL(
+    to_status_json(*st),
+    R"({"run":{"id":"r1","file":"TASKS.md","state":"paused",)"
+    R"("reason":"t2 failed"},"tasks":[)"
+    R"({"id":"t1","state":"done","attempts":1,"branch":"taskforce/r1/t1",)"
+    R"("merge_commit":"abc123","reason":null},)"
+    R"({"id":"t2","state":"pending","attempts":0,"branch":null,)"
+    R"("merge_commit":null,"reason":null},)"
+    R"({"id":"t3","state":"skipped","attempts":0,"branch":null,)"
+    R"("merge_commit":null,"reason":"t1 failed"}]})");
+  auto j = json::parse(to_status_json(*st));
+  CAF_CHECK(j["run"]["reason"].is_string());
+  CAF_CHECK(j["tasks"][1]["branch"].is_null());
+}
+
+CAF_TEST(a transition and its event are visible together to another reader) {
+  db.create_run(sample_run("r1"), 1000);
+  auto r = db.transition("r1", "t1", to(task_state::ready), 1100);
+  CAF_CHECK_EQUAL(r.from, task_state::pending);
+  CAF_CHECK_EQUAL(r.event.kind, "task.state");
+  auto data = json::parse(r.event.data_json);
+  CAF_CHECK_EQUAL(data["from"], "pending");
+  CAF_CHECK_EQUAL(data["to"], "ready");
+  CAF_CHECK_EQUAL(data["event"], "deps_done");
+  auto reader = ledger::open(file, ledger_options{true});
+  CAF_CHECK_EQUAL(copy(reader.find_task("r1", "t1")->state), task_state::ready);
+  auto events = reader.events("r1");
+  CAF_REQUIRE_EQUAL(events.size(), 2u); // run.created, task.state
+  CAF_CHECK_EQUAL(events[1].seq, r.event.seq);
+  CAF_CHECK_EQUAL(events[1].task_id, std::optional<std::string>{"t1"});
+}
+
+CAF_TEST(a transition whose event cannot be written leaves the task as it was) {
+  db.create_run(sample_run("r1"), 1000);
+  {
+    raw_db raw{file};
+    CAF_REQUIRE_EQUAL(raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON events "
+                               "WHEN NEW.kind = 'task.state' BEGIN "
+                               "SELECT RAISE(ABORT, 'disk full'); END"),
+                      SQLITE_OK);
+  }
+  try {
+    db.transition("r1", "t1", to(task_state::ready), 1100);
+    CAF_FAIL("the transition was acknowledged");
+  } catch (const ledger_error& e) {
+    CAF_CHECK_EQUAL(e.code(), ledger_errc::sqlite);
+  }
+  CAF_CHECK_EQUAL(copy(db.find_task("r1", "t1")->state), task_state::pending);
+  CAF_CHECK_EQUAL(db.events("r1").size(), 1u);
+  {
+    raw_db raw{file};
+    raw.exec("DROP TRIGGER refuse");
+  }
+  db.transition("r1", "t1", to(task_state::ready), 1200);
+  CAF_CHECK_EQUAL(copy(db.find_task("r1", "t1")->state), task_state::ready);
+}
+
+CAF_TEST(the lifecycle refuses illegal moves and writes nothing) {
+  db.create_run(sample_run("r1"), 1000);
+  auto before = db.events("r1").size();
+  try {
+    db.transition("r1", "t1", to(task_state::done), 1100);
+    CAF_FAIL("pending went to done");
+  } catch (const ledger_error& e) {
+    CAF_CHECK_EQUAL(e.code(), ledger_errc::invalid_transition);
+    CAF_CHECK_EQUAL(std::string{e.what()},
+                    "task t1 of run r1 cannot go from pending to done");
+  }
+  task_change cas = to(task_state::ready);
+  cas.expect = task_state::running;
+  CAF_CHECK(fails([&] {
+    db.transition("r1", "t1", cas, 1100);
+  }));
+  CAF_CHECK(fails([&] {
+    db.transition("r1", "nope", to(task_state::ready), 1100);
+  }));
+  task_change bad = to(task_state::ready);
+  bad.data_json = "[1]";
+  CAF_CHECK(fails([&] {
+    db.transition("r1", "t1", bad, 1100);
+  }));
+  CAF_CHECK_EQUAL(db.events("r1").size(), before);
+  CAF_CHECK_EQUAL(copy(db.find_task("r1", "t1")->state), task_state::pending);
+}
+
+CAF_TEST(attempts follow the task and repairs do not count) {
+  db.create_run(sample_run("r1"), 1000);
+  db.transition("r1", "t1", to(task_state::ready), 1000);
+  auto r = db.transition("r1", "t1", to(task_state::running), 1100);
+  CAF_CHECK(r.attempt_opened);
+  CAF_CHECK_EQUAL(r.attempt, 1);
+  task_change work = to(task_state::verifying);
+  work.usage = usage{100, 20, 0.5};
+  db.transition("r1", "t1", work, 1200);
+  task_change repair = to(task_state::running);
+  repair.fields.gate_tail = "FAIL: test_cache";
+  r = db.transition("r1", "t1", repair, 1300);
+  CAF_CHECK(!r.attempt_opened);
+  CAF_CHECK_EQUAL(r.attempt, 1);
+  db.add_usage("r1", "t1", usage{1, 2, 0.25});
+  db.transition("r1", "t1", to(task_state::verifying), 1400);
+  task_change failed = to(task_state::ready);
+  failed.reason = "gate failed";
+  failed.exit_code = 1;
+  r = db.transition("r1", "t1", failed, 1500);
+  CAF_CHECK(r.attempt_closed);
+  r = db.transition("r1", "t1", to(task_state::running), 1600);
+  CAF_CHECK_EQUAL(r.attempt, 2);
+  auto t = db.find_task("r1", "t1");
+  CAF_CHECK_EQUAL(t->attempts, 2);
+  CAF_CHECK_EQUAL(t->gate_tail, std::optional<std::string>{"FAIL: test_cache"});
+  CAF_CHECK_EQUAL(t->started_ms, std::optional<int64_t>{1100});
+  CAF_CHECK_EQUAL(t->usage.input_tokens, 101);
+  CAF_CHECK_EQUAL(t->usage.cost_usd, 0.75);
+  auto as = db.attempts("r1", "t1");
+  CAF_REQUIRE_EQUAL(as.size(), 2u);
+  CAF_CHECK_EQUAL(as[0].state, attempt_state::failed);
+  CAF_CHECK_EQUAL(as[0].repairs, 1);
+  CAF_CHECK_EQUAL(as[0].exit_code, std::optional<int>{1});
+  CAF_CHECK_EQUAL(as[0].ended_ms, std::optional<int64_t>{1500});
+  CAF_CHECK_EQUAL(as[0].worker_log, "logs/r1/t1/attempt-1/worker.log");
+  CAF_CHECK_EQUAL(as[0].verify_log, "logs/r1/t1/attempt-1/verify.log");
+  CAF_CHECK_EQUAL(as[1].state, attempt_state::running);
+  CAF_CHECK(!as[1].ended_ms.has_value());
+}
+
+CAF_TEST(the latest unfinished run is found per file) {
+  db.create_run(sample_run("r1", "A.md"), 1000);
+  db.set_run_state("r1", run_state::completed, std::nullopt, 1100);
+  db.create_run(sample_run("r2", "A.md"), 2000);
+  db.set_run_state("r2", run_state::paused, "t1 failed", 2100);
+  db.create_run(sample_run("r3", "B.md"), 3000);
+  CAF_CHECK_EQUAL(copy(db.latest_run()->id), "r3");
+  CAF_CHECK_EQUAL(copy(db.latest_unfinished_run()->id), "r3");
+  CAF_CHECK_EQUAL(copy(db.latest_unfinished_run("A.md")->id), "r2");
+  CAF_CHECK(!db.latest_unfinished_run("C.md").has_value());
+  db.set_run_state("r2", run_state::aborted, "by the user", 3100);
+  CAF_CHECK(!db.latest_unfinished_run("A.md").has_value());
+  CAF_CHECK(fails([&] {
+    db.set_run_state("r2", run_state::running, std::nullopt, 3200);
+  }));
+  CAF_CHECK(fails([&] {
+    db.create_run(sample_run("r3"), 4000);
+  }));
+}
+
+CAF_TEST(mark interrupted keeps work and does not count the attempt) {
+  db.create_run(sample_run("r1"), 1000);
+  start("r1", "t1", 1100);
+  start("r1", "t2", 1100);
+  db.transition("r1", "t2", to(task_state::verifying), 1200);
+  start("r1", "t3", 1100);
+  db.transition("r1", "t3", to(task_state::verifying), 1200);
+  db.transition("r1", "t3", to(task_state::merging), 1300);
+  auto rec = db.mark_interrupted("r1", "the driving process stopped", 5000);
+  CAF_CHECK_EQUAL(rec.interrupted, (std::vector<std::string>{"t1", "t2"}));
+  CAF_CHECK_EQUAL(rec.merging, (std::vector<std::string>{"t3"}));
+  CAF_CHECK(rec.paused);
+  auto st = db.status("r1");
+  CAF_CHECK_EQUAL(st->run.state, run_state::paused);
+  CAF_CHECK_EQUAL(st->run.reason,
+                  std::optional<std::string>{"the driving process stopped"});
+  CAF_CHECK_EQUAL(st->tasks[0].state, task_state::interrupted);
+  CAF_CHECK_EQUAL(st->tasks[0].attempts, 0);
+  CAF_CHECK_EQUAL(st->tasks[1].state, task_state::interrupted);
+  CAF_CHECK_EQUAL(st->tasks[2].state, task_state::merging);
+  CAF_CHECK_EQUAL(st->tasks[2].attempts, 1);
+  auto a = db.attempts("r1", "t1");
+  CAF_REQUIRE_EQUAL(a.size(), 1u);
+  CAF_CHECK(a[0].interrupted);
+  CAF_CHECK_EQUAL(a[0].state, attempt_state::interrupted);
+  // Resume: the run goes on, the task runs again as attempt 2, counted once.
+  db.set_run_state("r1", run_state::running, std::nullopt, 6000);
+  auto r = db.transition("r1", "t1", to(task_state::running), 6100);
+  CAF_CHECK_EQUAL(r.attempt, 2);
+  CAF_CHECK_EQUAL(copy(db.find_task("r1", "t1")->attempts), 1);
+  // Nothing left to interrupt in a paused run twice.
+  db.set_run_state("r1", run_state::paused, "ctrl-c", 6200);
+  rec = db.mark_interrupted("r1", "ctrl-c", 6300);
+  CAF_CHECK_EQUAL(rec.interrupted, (std::vector<std::string>{"t1"}));
+  CAF_CHECK(!rec.paused);
+}
+
+CAF_TEST(a reader in another connection is not blocked by a writer) {
+  db.create_run(sample_run("r1"), 1000);
+  raw_db writer{file};
+  CAF_REQUIRE_EQUAL(writer.exec("BEGIN IMMEDIATE"), SQLITE_OK);
+  CAF_REQUIRE_EQUAL(writer.exec("UPDATE runs SET reason = 'uncommitted'"),
+                    SQLITE_OK);
+  auto reader = ledger::open(file, ledger_options{true, true, 100});
+  auto st = reader.status("r1");
+  CAF_REQUIRE(st.has_value());
+  CAF_CHECK(!st->run.reason.has_value());
+  // A second writer waits out its busy timeout and then fails cleanly.
+  auto other = ledger::open(file, ledger_options{false, true, 100});
+  CAF_CHECK(fails([&] {
+    other.transition("r1", "t1", to(task_state::ready), 1100);
+  }));
+  CAF_REQUIRE_EQUAL(writer.exec("COMMIT"), SQLITE_OK);
+  st = reader.status("r1");
+  CAF_CHECK_EQUAL(st->run.reason, std::optional<std::string>{"uncommitted"});
+  other.transition("r1", "t1", to(task_state::ready), 1200);
+  CAF_CHECK_EQUAL(copy(reader.find_task("r1", "t1")->state), task_state::ready);
+}
+
+CAF_TEST(history lists attempts events conflicts and the merge commit) {
+  db.create_run(sample_run("r1"), 1000);
+  start("r1", "t1", 1100);
+  db.transition("r1", "t1", to(task_state::verifying), 1200);
+  db.transition("r1", "t1", to(task_state::merging), 1300);
+  task_change conflict = to(task_state::conflict);
+  conflict.reason = "merge conflict";
+  conflict.fields.conflict_paths = std::vector<std::string>{"a.txt", "b/c.txt"};
+  db.transition("r1", "t1", conflict, 1400);
+  db.transition("r1", "t1", to(task_state::merging), 1500);
+  db.record_merge_commit("r1", "t1", "feed", 1600);
+  db.transition("r1", "t1", to(task_state::done), 1700);
+  auto h = db.history("r1", "t1");
+  CAF_REQUIRE(h.has_value());
+  CAF_CHECK_EQUAL(h->task.conflict_paths,
+                  (std::vector<std::string>{"a.txt", "b/c.txt"}));
+  CAF_CHECK_EQUAL(h->task.merge_commit, std::optional<std::string>{"feed"});
+  CAF_CHECK_EQUAL(h->task.finished_ms, std::optional<int64_t>{1700});
+  CAF_CHECK_EQUAL(h->attempts.size(), 1u);
+  std::vector<std::string> kinds;
+  for (auto& e : h->events)
+    kinds.push_back(e.kind);
+  CAF_CHECK_EQUAL(
+    kinds, (std::vector<std::string>{"task.state", "task.state", "task.state",
+                                     "task.state", "task.state", "task.state",
+                                     "task.merge_commit", "task.state"}));
+  auto line = json::parse(to_json_line(h->events.back()));
+  CAF_CHECK_EQUAL(line["task"], "t1");
+  CAF_CHECK_EQUAL(line["data"]["to"], "done");
+  CAF_CHECK_EQUAL(line["at_ms"], 1700);
+  auto later = db.events("r1", h->events[5].seq);
+  CAF_CHECK_EQUAL(later.size(), 2u);
+  CAF_CHECK_EQUAL(db.events("r1", 0, 1).size(), 1u);
+}
+
+CAF_TEST(the event log cannot be rewritten) {
+  db.create_run(sample_run("r1"), 1000);
+  db.append_event("r1", std::nullopt, "note", R"({"text":"hello"})", 1100);
+  raw_db raw{file};
+  CAF_CHECK_NOT_EQUAL(raw.exec("UPDATE events SET kind = 'x'"), SQLITE_OK);
+  CAF_CHECK_NOT_EQUAL(raw.exec("DELETE FROM events"), SQLITE_OK);
+  CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM events"), 2);
+}
+
+CAF_TEST(list counts the tasks of each run by state) {
+  db.create_run(sample_run("r1"), 1000);
+  db.create_run(sample_run("r2", "B.md", 2), 2000);
+  start("r2", "t1", 2100);
+  db.transition("r2", "t1",
+                task_change{task_state::verifying, std::nullopt, std::nullopt,
+                            task_fields{}, usage{10, 5, 0.125}, std::nullopt,
+                            "{}"},
+                2200);
+  auto runs = db.list_runs();
+  CAF_REQUIRE_EQUAL(runs.size(), 2u);
+  CAF_CHECK_EQUAL(runs[0].run.id, "r2");
+  CAF_CHECK_EQUAL(runs[0].total, 2);
+  CAF_CHECK_EQUAL(runs[0].counts[task_state::verifying], 1);
+  CAF_CHECK_EQUAL(runs[0].counts[task_state::pending], 1);
+  CAF_CHECK_EQUAL(runs[0].usage.output_tokens, 5);
+  CAF_CHECK_EQUAL(runs[1].counts[task_state::pending], 3);
+}
+
+CAF_TEST(helpers name runs hash files and place logs) {
+  // 2026-11-29 17:07:22 UTC
+  auto id = new_run_id(1795972042000);
+  CAF_CHECK_EQUAL(id.substr(0, 16), "20261129-170722-");
+  CAF_CHECK_EQUAL(id.size(), 20u);
+  CAF_CHECK_EQUAL(content_hash(""), "fnv1a64:cbf29ce484222325");
+  CAF_CHECK_NOT_EQUAL(content_hash("a"), content_hash("b"));
+  CAF_CHECK_EQUAL(attempt_log_dir("r", "t2", 3), "logs/r/t2/attempt-3");
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
