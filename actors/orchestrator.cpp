@@ -293,6 +293,9 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
   if (o.attempt != t.attempt_no || self->state.running.count(i) == 0)
     return; // a late word from an attempt already given up
   self->state.running.erase(i);
+  t.invocations += o.rounds;
+  if (o.status == attempt_status::failed)
+    t.previous_failure = o.reason;
   if (!o.worktree.empty())
     t.worktree = o.worktree;
   if (!o.branch.empty())

@@ -73,6 +73,11 @@ struct run_task {
   uint64_t attempts = 0;
   /// The number of the last attempt started (log folders attempt-N).
   uint64_t attempt_no = 0;
+  /// How many times a worker backend ran for the task (rounds of every
+  /// attempt, repairs included): the scripted worker's step counter.
+  uint64_t invocations = 0;
+  /// Why the previous attempt failed (told to the next one).
+  std::string previous_failure;
   /// The worktree and branch of the current or last attempt.
   std::string worktree;
   /// `taskforce/<run>/<task>`.

@@ -11,6 +11,9 @@
 #include <spdlog/spdlog.h>
 
 #include "src/report/report.hpp"
+#include "src/worker/agent_preset.hpp"
+#include "src/worker/prompt.hpp"
+#include "src/worker/script.hpp"
 #include "src/scope/coverage.hpp"
 #include "src/store/ledger.hpp"
 
@@ -50,35 +53,60 @@ void kill_all_worker_groups() noexcept {
   }
 }
 
-std::string current_executable() {
-  char buf[4096];
-  auto n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0)
-    return "taskforce";
-  return std::string(buf, static_cast<size_t>(n));
-}
-
-std::vector<std::string> backend_argv(const worker_job& job,
-                                      const std::string& backend,
-                                      const fs::path&, const fs::path&,
-                                      const std::string&) {
+backend_call backend_command(const worker_job& job, const backend_round& r) {
   auto& t = job.task;
-  if (backend == "shell") {
+  backend_call call;
+  if (r.backend == "shell") {
     if (t.run.empty())
       throw std::runtime_error("the shell worker needs a `run:` command");
-    return {"/bin/sh", "-c", t.run};
+    call.argv = {"/bin/sh", "-c", t.run};
+    return call;
   }
-  if (backend == "scripted") {
+  if (r.backend == "scripted") {
     auto script = job.cfg.script_file;
     if (script.empty())
       throw std::runtime_error(
         "the scripted worker needs run.scriptFile in the config");
     if (fs::path{script}.is_relative())
       script = (job.root / script).string();
-    return {job.self_exe, "scripted-worker", "--script", script, "--task",
-            t.id};
+    call.argv = scripted_worker_argv(job.self_exe, script, t.id, r.invocation);
+    return call;
   }
-  throw std::runtime_error("worker backend " + backend + " is not available");
+  // agent: a preset with the composed prompt.
+  auto preset = load_agent_preset(r.preset, job.root.string());
+  prompt_request pr;
+  pr.task_id = t.id;
+  pr.title = t.title;
+  pr.body = t.body;
+  pr.files = t.files;
+  pr.verify = t.verify;
+  pr.instructions = job.cfg.worker_instructions;
+  pr.instructions_file_text = read_instructions_file(
+    job.cfg.worker_instructions_file, job.root.string());
+  pr.repair_round = static_cast<int>(r.repair);
+  pr.gate_result = r.gate_result;
+  pr.gate_tail = r.gate_tail;
+  pr.previous_failure = r.previous_failure;
+  agent_values v;
+  v.prompt = compose_prompt(pr);
+  // Outside the worktree: inside, it would count as a change of the task.
+  v.prompt_file = (r.log_dir / ("prompt-" + std::to_string(r.invocation)
+                                + ".md"))
+                    .string();
+  {
+    std::ofstream out(v.prompt_file, std::ios::binary);
+    out << v.prompt;
+  }
+  v.model = t.model.empty() ? job.cfg.worker_model : t.model;
+  v.worktree = r.cwd.string();
+  v.task_id = t.id;
+  v.title = t.title;
+  v.files = t.files;
+  auto cmd = expand_agent_preset(preset, v);
+  call.argv = std::move(cmd.argv);
+  call.env = std::move(cmd.env);
+  call.stdin_file = std::move(cmd.stdin_file);
+  return call;
 }
 
 namespace {
@@ -172,11 +200,11 @@ private:
     return paths;
   }
 
-  proc::run_result run_command(std::vector<std::string> argv,
-                               const fs::path& log, int64_t timeout_ms,
-                               bool append) {
+  proc::run_result run_command(backend_call call, const fs::path& log,
+                               int64_t timeout_ms, bool append) {
     proc::run_options ro;
-    ro.argv = std::move(argv);
+    ro.argv = std::move(call.argv);
+    ro.stdin_file = std::move(call.stdin_file);
     ro.cwd = cwd_.string();
     ro.log_file = log.string();
     ro.append_log = append;
@@ -190,6 +218,8 @@ private:
               {"TASKFORCE_ROOT", job_.root.string()}};
     if (!repair_note_.empty())
       ro.env.emplace_back("TASKFORCE_GATE_FAILURE", tail_of(repair_note_, 4000));
+    for (auto& kv : call.env)
+      ro.env.push_back(std::move(kv));
     pid_t started = -1;
     ro.on_start = [&started](pid_t pid) {
       started = pid;
@@ -226,15 +256,27 @@ private:
                    / store::attempt_log_dir(job_.run_id, t.id,
                                             static_cast<int>(job_.attempt));
     fs::create_directories(log_dir);
-    auto backend_name = t.agent.empty() ? cfg.worker : t.agent;
-    if (backend_name != "shell" && backend_name != "scripted")
-      backend_name = "agent";
-    auto backend = parse_worker_backend(backend_name)
+    // `agent:` names a backend, or an agent preset for the agent backend.
+    backend_round round;
+    round.backend = t.agent.empty() ? cfg.worker : t.agent;
+    round.preset = cfg.agent_preset;
+    if (round.backend != "shell" && round.backend != "scripted"
+        && round.backend != "agent") {
+      round.preset = round.backend;
+      round.backend = "agent";
+    }
+    round.cwd = cwd_;
+    round.log_dir = log_dir;
+    round.previous_failure = t.previous_failure;
+    auto backend = parse_worker_backend(round.backend)
                      .value_or(worker_backend::shell);
     int64_t timeout = t.timeout_ms > 0 ? t.timeout_ms : cfg.task_timeout_ms;
     for (;;) {
-      auto argv = backend_argv(job_, backend_name, cwd_, log_dir, repair_note_);
-      auto r = run_command(argv, log_dir / "worker.log", timeout,
+      round.invocation = t.invocations + out_.rounds + 1;
+      round.repair = out_.repairs;
+      auto call = backend_command(job_, round);
+      ++out_.rounds;
+      auto r = run_command(std::move(call), log_dir / "worker.log", timeout,
                            out_.repairs > 0);
       out_.exit_code = r.exit_code;
       if (interrupted())
@@ -273,8 +315,9 @@ private:
         out_.reason = v.reason;
         return;
       }
-      auto g = run_command({"/bin/sh", "-c", t.verify}, log_dir / "verify.log",
-                           cfg.verify_timeout_ms, out_.repairs > 0);
+      auto g = run_command(backend_call{{"/bin/sh", "-c", t.verify}, {}, {}},
+                           log_dir / "verify.log", cfg.verify_timeout_ms,
+                           out_.repairs > 0);
       if (interrupted())
         return;
       out_.tail = tail_of(g.tail, 2000);
@@ -291,6 +334,8 @@ private:
       }
       ++out_.repairs;
       repair_note_ = failure + "\n" + g.tail;
+      round.gate_result = g.describe();
+      round.gate_tail = g.tail;
       progress("repairing", "repair " + std::to_string(out_.repairs) + ": "
                               + failure);
     }

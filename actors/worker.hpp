@@ -55,21 +55,45 @@ struct worker_job {
 /// Spawns the worker for `job` (detached).
 caf::actor spawn_worker(caf::actor_system& sys, worker_job job);
 
-/// The command line of the worker backend for a task (`sh -c run`, the
-/// scripted worker, or the agent preset); `repair_note` is the failed
-/// gate's output to fix, empty on the first round. Throws
-/// std::runtime_error when the backend cannot run the task.
-std::vector<std::string> backend_argv(const worker_job& job,
-                                      const std::string& backend,
-                                      const std::filesystem::path& cwd,
-                                      const std::filesystem::path& log_dir,
-                                      const std::string& repair_note);
+/// How one round of a worker backend is started.
+struct backend_call {
+  /// The program and its arguments.
+  std::vector<std::string> argv;
+  /// Extra environment.
+  std::vector<std::pair<std::string, std::string>> env;
+  /// A file for standard input; empty = /dev/null.
+  std::string stdin_file;
+};
+
+/// What one round of the backend needs beyond the job.
+struct backend_round {
+  /// `shell`, `scripted`, or `agent` (with `preset`).
+  std::string backend;
+  /// The agent preset's name.
+  std::string preset;
+  /// Where the backend runs.
+  std::filesystem::path cwd;
+  /// The attempt's log folder (the prompt file goes there).
+  std::filesystem::path log_dir;
+  /// 1-based: the how-many-th time the backend runs for this task.
+  uint64_t invocation = 1;
+  /// 0 on a first round; k on the k-th repair.
+  uint64_t repair = 0;
+  /// On a repair: how the gate ended, and its output's end.
+  std::string gate_result;
+  /// On a repair: the end of the gate's output.
+  std::string gate_tail;
+  /// On a retry: why the previous attempt failed.
+  std::string previous_failure;
+};
+
+/// The command of one backend round (`sh -c run`, the scripted worker, or
+/// the agent preset with the composed prompt). Throws std::runtime_error
+/// when the backend cannot run the task.
+backend_call backend_command(const worker_job& job, const backend_round& r);
 
 /// Kills (SIGKILL) every worker and gate process group still running in
 /// this process. Async-signal-safe: a second Ctrl-C calls it before _exit.
 void kill_all_worker_groups() noexcept;
-
-/// The path of the running executable.
-std::string current_executable();
 
 } // namespace taskforce

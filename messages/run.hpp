@@ -119,6 +119,8 @@ struct attempt_outcome {
   std::string branch;
   /// Gate repairs performed inside this attempt.
   uint64_t repairs = 0;
+  /// Times the backend was started in this attempt.
+  uint64_t rounds = 0;
   /// The tail of the worker's and the gate's output.
   std::string tail;
   /// Usage reported by the worker.
@@ -213,7 +215,7 @@ typename Inspector::result_type inspect(Inspector& f, merge_outcome& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_outcome& x) {
   return f(caf::meta::type_name("taskforce.attempt_outcome"), x.task_id,
-           x.attempt, x.status, x.reason, x.exit_code, x.worktree, x.branch, x.repairs,
+           x.attempt, x.status, x.reason, x.exit_code, x.worktree, x.branch, x.repairs, x.rounds,
            x.tail, x.input_tokens, x.output_tokens, x.cost_usd);
 }
 

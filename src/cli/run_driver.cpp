@@ -23,6 +23,7 @@
 #include "src/store/ledger.hpp"
 #include "src/store/run_lock.hpp"
 #include "src/taskfile/parse.hpp"
+#include "src/worker/script.hpp"
 
 namespace fs = std::filesystem;
 
@@ -315,6 +316,9 @@ int drive_run(const drive_options& opts) {
     t.branch = row.branch.value_or("");
     t.merge_commit = row.merge_commit.value_or("");
     t.reason = row.reason.value_or("");
+    if (row.state != task_state::done)
+      for (auto& a : db.attempts(run_id, s.id))
+        t.invocations += 1 + static_cast<uint64_t>(std::max(0, a.repairs));
     tasks.push_back(std::move(t));
   }
   for (auto& [a, b] : graph.conflict_pairs()) {
