@@ -80,7 +80,7 @@ struct git_state {
   static inline const char* name = "git_service";
 
   /// The service's setup (the main repository, moved in at spawn).
-  git_service_setup setup{git::repository{nullptr}, {}, {}, true};
+  git_service_setup setup{git::repository{nullptr}, {}, {}, true, {}};
   /// Clean worktrees whose work is merged, ready for the next task.
   std::deque<fs::path> spares;
 };
@@ -271,6 +271,8 @@ bool finish(self_ptr self) {
 git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self,
                                      git_service_setup setup) {
   self->state.setup = std::move(setup);
+  for (auto& p : self->state.setup.spares)
+    self->state.spares.push_back(p);
   return {
     [self](lease_atom, worktree_request& req) -> caf::result<worktree_lease> {
       try {

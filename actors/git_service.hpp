@@ -32,6 +32,9 @@ struct git_service_setup {
   std::string base_branch;
   /// Keep merged worktrees as spares for the next task.
   bool reuse_worktrees = true;
+  /// Worktrees that may be spares (of tasks done earlier); each is reused
+  /// only if it is clean and merged.
+  std::vector<std::filesystem::path> spares;
 };
 
 /// Spawns the git service (detached).

@@ -3,7 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <set>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -132,8 +134,11 @@ std::vector<task_spec> parse_tasks(const fs::path& root,
   return std::move(parsed.tasks);
 }
 
-void refuse_dirty(git::repository& repo) {
+// The task file itself may be edited between runs (a fixed gate command):
+// a merge never touches it unless a task declares it.
+void refuse_dirty(git::repository& repo, const std::string& task_file) {
   auto dirty = git::dirty_tracked_paths(repo);
+  dirty.erase(std::remove(dirty.begin(), dirty.end(), task_file), dirty.end());
   if (!dirty.empty())
     throw usage_error("the main checkout has uncommitted changes to tracked "
                       "files; commit or stash them first: "
@@ -194,7 +199,7 @@ int drive_run(const drive_options& opts) {
     file_rel = relative_to(root, opts.file);
     specs = parse_tasks(root, file_rel, cfg);
     if (!had_state && cfg.run.mode != "assist")
-      refuse_dirty(repo);
+      refuse_dirty(repo, file_rel);
   } else if (!had_state) {
     throw usage_error("no run to resume in " + root.string());
   }
@@ -238,7 +243,7 @@ int drive_run(const drive_options& opts) {
     run_id = unfinished->id;
   }
   if (cfg.run.mode != "assist")
-    refuse_dirty(repo);
+    refuse_dirty(repo, file_rel);
 
   std::string base_branch;
   if (run_id.empty()) {
@@ -331,7 +336,11 @@ int drive_run(const drive_options& opts) {
   caf::actor_system sys{sys_cfg};
   auto ledger = spawn_ledger_service(sys, std::move(db));
   git_service_setup gs{std::move(repo), root, base_branch,
-                       cfg.run.cleanup_worktrees};
+                       cfg.run.cleanup_worktrees, {}};
+  // Worktrees of done tasks left by an earlier process: spares, if clean.
+  for (auto& [id, row] : rows)
+    if (row.state == task_state::done && row.worktree)
+      gs.spares.push_back(*row.worktree);
   auto git = spawn_git_service(sys, std::move(gs));
   caf::scoped_actor self{sys};
   bool tty = !opts.plain && ::isatty(1) == 1;
@@ -406,10 +415,10 @@ int drive_run(const drive_options& opts) {
       });
   }
   table.finish(now_ms());
-  if (final_state == "completed") {
-    self->request(git, std::chrono::seconds(60), finished_atom::value)
-      .receive([](bool) {}, [](caf::error&) {});
-  }
+  // Clean merged worktrees kept for reuse go now; anything holding work
+  // stays.
+  self->request(git, std::chrono::seconds(60), finished_atom::value)
+    .receive([](bool) {}, [](caf::error&) {});
   // Counted from the ledger's point of view: what the orchestrator recorded.
   int code = exit_failed;
   if (final_state == "completed" && final_reason.empty())
