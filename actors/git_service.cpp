@@ -1,6 +1,8 @@
 #include "actors/git_service.hpp"
 
+#include <algorithm>
 #include <deque>
+#include <set>
 
 #include <caf/all.hpp>
 #include <git2.h>
@@ -83,6 +85,8 @@ struct git_state {
   git_service_setup setup{git::repository{nullptr}, {}, {}, true, {}};
   /// Clean worktrees whose work is merged, ready for the next task.
   std::deque<fs::path> spares;
+  /// Worktrees given to an attempt and not yet merged: never reused.
+  std::set<std::string> leased;
 };
 
 using self_ptr = git_actor::stateful_pointer<git_state>;
@@ -130,6 +134,7 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
   bool exists = is_worktree_at(repo, path, &checked_out);
   if (exists && checked_out == branch && !req.fresh) {
     // The kept worktree of an earlier (interrupted or failed) attempt.
+    st.leased.insert(path.string());
     return {path.string(), branch, true};
   }
   if (exists && checked_out == branch && req.fresh) {
@@ -148,23 +153,39 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
   while (!st.spares.empty()) {
     auto spare = st.spares.front();
     st.spares.pop_front();
+    if (st.leased.count(spare.string()) > 0)
+      continue;
     auto r = git::reuse_worktree(repo, spare, branch, *base);
     if (r.status == git::reuse_result::outcome::reused) {
       if (!r.previous_branch.empty() && r.previous_branch != branch)
         if (auto tip = git::branch_tip(repo, r.previous_branch);
             tip && git::is_ancestor(repo, *tip, *base))
           git::delete_branch(repo, r.previous_branch);
+      st.leased.insert(spare.string());
       return {spare.string(), branch, true};
     }
     if (r.status == git::reuse_result::outcome::branch_has_work)
       break; // the task's own branch holds work: never reset it
   }
   path = task_worktree(st.setup.root, req.run_id, req.task_id);
-  if (!is_worktree_at(repo, path, nullptr))
-    move_aside(path);
+  for (int n = 2; is_worktree_at(repo, path, nullptr); ++n) {
+    // Our folder holds another branch's worktree (it was reused): reset it
+    // if its work is merged, else leave it alone and go next door.
+    if (st.leased.count(path.string()) == 0) {
+      auto r = git::reuse_worktree(repo, path, branch, *base);
+      if (r.status == git::reuse_result::outcome::reused) {
+        st.leased.insert(path.string());
+        return {path.string(), branch, true};
+      }
+    }
+    path = task_worktree(st.setup.root, req.run_id,
+                         req.task_id + "-" + std::to_string(n));
+  }
+  move_aside(path);
   git::prune_worktrees(repo);
   fs::create_directories(path.parent_path());
   auto info = git::create_worktree(repo, path, branch, *base);
+  st.leased.insert(info.path.string());
   return {info.path.string(), branch, false};
 }
 
@@ -198,8 +219,10 @@ merge_outcome merge(self_ptr self, const merge_request& req) {
   auto done_with_worktree = [&] {
     if (!have_worktree || !req.cleanup)
       return;
+    st.leased.erase(wt.string());
     if (st.setup.reuse_worktrees) {
-      st.spares.push_back(wt);
+      if (std::find(st.spares.begin(), st.spares.end(), wt) == st.spares.end())
+        st.spares.push_back(wt);
       return;
     }
     try {
@@ -272,7 +295,9 @@ git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self
                                      git_service_setup setup) {
   self->state.setup = std::move(setup);
   for (auto& p : self->state.setup.spares)
-    self->state.spares.push_back(p);
+    if (std::find(self->state.spares.begin(), self->state.spares.end(), p)
+        == self->state.spares.end())
+      self->state.spares.push_back(p);
   return {
     [self](lease_atom, worktree_request& req) -> caf::result<worktree_lease> {
       try {
@@ -307,8 +332,10 @@ git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self
         auto branch = task_branch(run, task);
         bool removed = false;
         for (auto& wt : git::list_worktrees(repo))
-          if (wt.branch == branch)
+          if (wt.branch == branch) {
+            self->state.leased.erase(wt.path.string());
             removed |= git::remove_worktree(repo, wt.path.string(), true);
+          }
         removed |= git::delete_branch(repo, branch);
         return removed;
       } catch (const std::exception& e) {

@@ -27,6 +27,15 @@ namespace {
 constexpr size_t max_groups = 512;
 std::atomic<pid_t> running_groups[max_groups];
 
+// Also on disk, so the next process can kill what a SIGKILLed driver left
+// running (workers live in their own process groups).
+void write_group_file(const fs::path& dir, pid_t pgid, const std::string& run) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::ofstream out(dir / std::to_string(pgid));
+  out << run << '\n';
+}
+
 void remember_group(pid_t pgid) {
   for (auto& slot : running_groups) {
     pid_t empty = 0;
@@ -50,6 +59,31 @@ void kill_all_worker_groups() noexcept {
     auto pgid = slot.load();
     if (pgid > 0)
       ::kill(-pgid, SIGKILL);
+  }
+}
+
+void kill_stale_worker_groups(const fs::path& root) {
+  auto dir = root / ".taskforce" / "pgids";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    auto name = e.path().filename().string();
+    pid_t pgid = static_cast<pid_t>(std::atol(name.c_str()));
+    std::ifstream in(e.path());
+    std::string run;
+    std::getline(in, run);
+    if (pgid > 1 && !run.empty()) {
+      // A group ID is not reused while the group lives; a leader that is
+      // alive must carry the run's mark (its pid may belong to a newcomer).
+      std::ifstream env("/proc/" + name + "/environ", std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(env)),
+                       std::istreambuf_iterator<char>());
+      if (!env.is_open()
+          || text.find("TASKFORCE_RUN=" + run) != std::string::npos)
+        ::kill(-pgid, SIGKILL);
+    }
+    fs::remove(e.path(), ec);
   }
 }
 
@@ -221,17 +255,23 @@ private:
     for (auto& kv : call.env)
       ro.env.push_back(std::move(kv));
     pid_t started = -1;
-    ro.on_start = [&started](pid_t pid) {
+    auto group_dir = job_.root / ".taskforce" / "pgids";
+    ro.on_start = [&](pid_t pid) {
       started = pid;
       remember_group(pid);
+      write_group_file(group_dir, pid, job_.run_id);
     };
     struct forget {
       pid_t& pid;
+      fs::path dir;
       ~forget() {
-        if (pid > 0)
+        if (pid > 0) {
           forget_group(pid);
+          std::error_code ec;
+          fs::remove(dir / std::to_string(pid), ec);
+        }
       }
-    } guard{started};
+    } guard{started, group_dir};
     return proc::run(ro);
   }
 

@@ -92,6 +92,11 @@ struct backend_round {
 /// when the backend cannot run the task.
 backend_call backend_command(const worker_job& job, const backend_round& r);
 
+/// Kills the process groups a killed driver of this repository left
+/// running (recorded in `.taskforce/pgids/`), if they still carry the
+/// run's mark. Call it holding the run lock.
+void kill_stale_worker_groups(const std::filesystem::path& root);
+
 /// Kills (SIGKILL) every worker and gate process group still running in
 /// this process. Async-signal-safe: a second Ctrl-C calls it before _exit.
 void kill_all_worker_groups() noexcept;

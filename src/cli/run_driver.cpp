@@ -213,7 +213,8 @@ int drive_run(const drive_options& opts) {
                       + "; two processes never drive a run at once");
   auto lock = std::move(std::get<store::run_lock>(lock_or_holder));
 
-  // Whatever a killed run left behind in git.
+  // Whatever a killed run left behind: its workers, then git's leftovers.
+  kill_stale_worker_groups(root);
   git::clear_stale_locks(repo);
   git::prune_worktrees(repo);
   git::complete_checkout(repo);
@@ -338,8 +339,15 @@ int drive_run(const drive_options& opts) {
   git_service_setup gs{std::move(repo), root, base_branch,
                        cfg.run.cleanup_worktrees, {}};
   // Worktrees of done tasks left by an earlier process: spares, if clean.
+  // Never one that an unfinished task works in (they share folders once a
+  // spare was reused).
+  std::set<std::string> in_use;
   for (auto& [id, row] : rows)
-    if (row.state == task_state::done && row.worktree)
+    if (row.state != task_state::done && row.worktree)
+      in_use.insert(*row.worktree);
+  for (auto& [id, row] : rows)
+    if (row.state == task_state::done && row.worktree
+        && in_use.count(*row.worktree) == 0)
       gs.spares.push_back(*row.worktree);
   auto git = spawn_git_service(sys, std::move(gs));
   caf::scoped_actor self{sys};
