@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <fstream>
+#include <optional>
 #include <set>
 
 #include <caf/all.hpp>
@@ -82,7 +84,7 @@ struct git_state {
   static inline const char* name = "git_service";
 
   /// The service's setup (the main repository, moved in at spawn).
-  git_service_setup setup{git::repository{nullptr}, {}, {}, true, {}};
+  git_service_setup setup{git::repository{nullptr}, {}, {}, {}, true, {}};
   /// Clean worktrees whose work is merged, ready for the next task.
   std::deque<fs::path> spares;
   /// Worktrees given to an attempt and not yet merged: never reused.
@@ -123,6 +125,59 @@ void move_aside(const fs::path& path) {
   fs::rename(path, aside, ec);
 }
 
+// A worktree being created or reset is marked until it is complete: a kill
+// in the middle leaves a half checkout that must never be taken for a kept
+// worktree (no worker ran in it yet, so it holds no work).
+fs::path marker_for(self_ptr self, const fs::path& wt) {
+  auto name = wt.string();
+  for (auto& c : name)
+    if (c == '/')
+      c = '_';
+  return self->state.setup.root / ".taskforce" / "preparing" / name;
+}
+
+struct preparing {
+  fs::path marker;
+  preparing(fs::path m, const fs::path& wt) : marker(std::move(m)) {
+    std::error_code ec;
+    fs::create_directories(marker.parent_path(), ec);
+    std::ofstream out(marker);
+    out << wt.string() << '\n';
+    out.flush();
+  }
+  ~preparing() {
+    std::error_code ec;
+    fs::remove(marker, ec);
+  }
+};
+
+void drop_half_prepared(self_ptr self) {
+  auto dir = self->state.setup.root / ".taskforce" / "preparing";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  auto& repo = self->state.setup.repo;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    std::ifstream in(e.path());
+    std::string path;
+    std::getline(in, path);
+    try {
+      std::string branch;
+      if (!path.empty() && is_worktree_at(repo, path, &branch)) {
+        spdlog::info("removing half-prepared worktree {}", path);
+        git::remove_worktree(repo, path, true);
+      } else if (!path.empty()) {
+        move_aside(path);
+      }
+      git::prune_worktrees(repo);
+    } catch (const std::exception& x) {
+      spdlog::warn("cannot remove half-prepared worktree {}: {}", path,
+                   x.what());
+    }
+    fs::remove(e.path(), ec);
+  }
+}
+
 worktree_lease lease(self_ptr self, const worktree_request& req) {
   auto& st = self->state;
   auto& repo = st.setup.repo;
@@ -130,15 +185,20 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
   auto path = req.known_path.empty()
                 ? task_worktree(st.setup.root, req.run_id, req.task_id)
                 : fs::path{req.known_path};
-  std::string checked_out;
-  bool exists = is_worktree_at(repo, path, &checked_out);
-  if (exists && checked_out == branch && !req.fresh) {
+  // Where the task's branch is checked out is the truth; the ledger's path
+  // may lag behind a kill.
+  std::optional<fs::path> existing;
+  for (auto& wt : git::list_worktrees(repo))
+    if (wt.branch == branch)
+      existing = wt.path;
+  if (existing && !req.fresh) {
     // The kept worktree of an earlier (interrupted or failed) attempt.
-    st.leased.insert(path.string());
-    return {path.string(), branch, true};
+    st.leased.insert(existing->string());
+    return {existing->string(), branch, true};
   }
-  if (exists && checked_out == branch && req.fresh) {
-    git::remove_worktree(repo, path.string(), true);
+  if (existing && req.fresh) {
+    st.leased.erase(existing->string());
+    git::remove_worktree(repo, existing->string(), true);
     auto tip = git::branch_tip(repo, branch);
     auto base = git::branch_tip(repo, st.setup.base_branch);
     if (tip && base && !git::is_ancestor(repo, *tip, *base))
@@ -155,6 +215,7 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
     st.spares.pop_front();
     if (st.leased.count(spare.string()) > 0)
       continue;
+    preparing mark{marker_for(self, spare), spare};
     auto r = git::reuse_worktree(repo, spare, branch, *base);
     if (r.status == git::reuse_result::outcome::reused) {
       if (!r.previous_branch.empty() && r.previous_branch != branch)
@@ -172,6 +233,7 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
     // Our folder holds another branch's worktree (it was reused): reset it
     // if its work is merged, else leave it alone and go next door.
     if (st.leased.count(path.string()) == 0) {
+      preparing mark{marker_for(self, path), path};
       auto r = git::reuse_worktree(repo, path, branch, *base);
       if (r.status == git::reuse_result::outcome::reused) {
         st.leased.insert(path.string());
@@ -184,6 +246,16 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
   move_aside(path);
   git::prune_worktrees(repo);
   fs::create_directories(path.parent_path());
+  preparing mark{marker_for(self, path), path};
+  // An admin folder left by a creation that was killed half way names no
+  // usable worktree: it would block the name.
+  auto admin = repo.common_dir() / "worktrees" / git::worktree_name_for(branch);
+  bool admin_in_use = false;
+  for (auto& wt : git::list_worktrees(repo))
+    admin_in_use |= wt.name == admin.filename().string();
+  std::error_code ec;
+  if (!admin_in_use && fs::exists(admin, ec))
+    fs::remove_all(admin, ec);
   auto info = git::create_worktree(repo, path, branch, *base);
   st.leased.insert(info.path.string());
   return {info.path.string(), branch, false};
@@ -268,24 +340,33 @@ bool finish(self_ptr self) {
   auto& st = self->state;
   auto& repo = st.setup.repo;
   auto base = git::branch_tip(repo, st.setup.base_branch);
-  for (auto& spare : st.spares) {
+  st.spares.clear();
+  if (!base)
+    return true;
+  // Worktrees of this run whose branch is merged: clean ones go (spares,
+  // done tasks, a clean interrupted one); one holding changes stays.
+  auto prefix = "taskforce/" + st.setup.run_id + "/";
+  std::set<std::string> checked_out;
+  for (auto& wt : git::list_worktrees(repo)) {
+    checked_out.insert(wt.branch);
+    if (wt.branch.rfind(prefix, 0) != 0 || st.leased.count(wt.path.string()))
+      continue;
+    auto tip = git::branch_tip(repo, wt.branch);
+    if (!tip || !git::is_ancestor(repo, *tip, *base))
+      continue;
     try {
-      std::string branch;
-      if (!is_worktree_at(repo, spare, &branch))
-        continue;
-      git::remove_worktree(repo, spare.string(), false);
-      if (!branch.empty())
-        if (auto tip = git::branch_tip(repo, branch);
-            tip && base && git::is_ancestor(repo, *tip, *base))
-          git::delete_branch(repo, branch);
+      git::remove_worktree(repo, wt.path.string(), false);
+      checked_out.erase(wt.branch);
       std::error_code ec;
-      // Drop the empty run folder the worktree lived in.
-      fs::remove(spare.parent_path(), ec);
+      fs::remove(wt.path.parent_path(), ec); // the run folder, when empty
     } catch (const git::error& e) {
-      spdlog::warn("keeping worktree {}: {}", spare.string(), e.what());
+      spdlog::info("keeping worktree {}: {}", wt.path.string(), e.what());
     }
   }
-  st.spares.clear();
+  // Branches of this run that are merged and checked out nowhere.
+  for (auto& b : git::list_branches(repo, prefix))
+    if (checked_out.count(b.name) == 0 && git::is_ancestor(repo, b.tip, *base))
+      git::delete_branch(repo, b.name);
   return true;
 }
 
@@ -294,6 +375,7 @@ bool finish(self_ptr self) {
 git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self,
                                      git_service_setup setup) {
   self->state.setup = std::move(setup);
+  drop_half_prepared(self);
   for (auto& p : self->state.setup.spares)
     if (std::find(self->state.spares.begin(), self->state.spares.end(), p)
         == self->state.spares.end())

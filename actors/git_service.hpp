@@ -30,6 +30,8 @@ struct git_service_setup {
   std::filesystem::path root;
   /// The branch tasks merge into.
   std::string base_branch;
+  /// The run whose task branches this service manages.
+  std::string run_id;
   /// Keep merged worktrees as spares for the next task.
   bool reuse_worktrees = true;
   /// Worktrees that may be spares (of tasks done earlier); each is reused

@@ -336,7 +336,7 @@ int drive_run(const drive_options& opts) {
   run_system_config sys_cfg;
   caf::actor_system sys{sys_cfg};
   auto ledger = spawn_ledger_service(sys, std::move(db));
-  git_service_setup gs{std::move(repo), root, base_branch,
+  git_service_setup gs{std::move(repo), root, base_branch, run_id,
                        cfg.run.cleanup_worktrees, {}};
   // Worktrees of done tasks left by an earlier process: spares, if clean.
   // Never one that an unfinished task works in (they share folders once a

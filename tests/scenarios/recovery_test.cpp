@@ -65,8 +65,12 @@ CAF_TEST(a run killed at several points resumes to every task merged once) {
   }
   auto r = s.tf({"run", "TASKS.md"}, 120s);
   CAF_CHECK_EQUAL(r.code, 0);
-  if (r.code != 0)
-    CAF_MESSAGE(r.output);
+  if (r.code != 0) {
+    auto status = s.tf({"status"});
+    CAF_FAIL("the final run did not complete:\n"
+             << read_file(s.dir.path() / "killed.log") << "\n---\n"
+             << r.output << "\n---\n" << status.output);
+  }
   auto run = s.run();
   CAF_CHECK_EQUAL(to_string(run.state), std::string{"completed"});
   auto rows = s.task_rows();
