@@ -49,8 +49,8 @@ int run_scripted_worker_command(const std::vector<std::string>& argv,
     throw usage_error("the script " + parsed.value("--script")
                       + " has no entry for task \"" + task
                       + "\" and no \"default\"");
-  std::cerr << "scripted worker: task " << task << ", invocation "
-            << invocation << std::endl;
+  std::cerr << "scripted worker: task " << task << ", invocation " << invocation
+            << std::endl;
   return perform_script_step(*step, current_executable());
 }
 

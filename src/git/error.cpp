@@ -6,9 +6,7 @@ namespace taskforce::git {
 
 error::error(std::string attempted, std::string reason, int code)
   : std::runtime_error(attempted + ": " + reason),
-    attempted_(std::move(attempted)),
-    reason_(std::move(reason)),
-    code_(code) {
+    attempted_(std::move(attempted)), reason_(std::move(reason)), code_(code) {
   // nop
 }
 

@@ -9,7 +9,7 @@ namespace taskforce::git {
 /// A failed git operation: what was attempted and why, with libgit2's own
 /// message and error code when libgit2 reported it.
 class error : public std::runtime_error {
-public:
+ public:
   /// `attempted` names the operation and its subject ("merge taskforce/r/t
   /// into main"); `reason` is libgit2's message or our own; `code` is the
   /// libgit2 error code (GIT_ECONFLICT, ...) or -1.
@@ -30,7 +30,7 @@ public:
     return code_;
   }
 
-private:
+ private:
   std::string attempted_;
   std::string reason_;
   int code_;

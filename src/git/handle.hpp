@@ -11,7 +11,7 @@
 namespace taskforce::git {
 
 /// Frees a libgit2 object with its own free function.
-template <class T, void (*Free)(T*)>
+template<class T, void (*Free)(T*)>
 struct git_deleter {
   void operator()(T* x) const noexcept {
     Free(x);
@@ -19,7 +19,7 @@ struct git_deleter {
 };
 
 /// A uniquely owned libgit2 object.
-template <class T, void (*Free)(T*)>
+template<class T, void (*Free)(T*)>
 using git_ptr = std::unique_ptr<T, git_deleter<T, Free>>;
 
 /// An owned reference.
@@ -47,10 +47,11 @@ using config_ptr = git_ptr<git_config, git_config_free>;
 /// An owned revision walker.
 using revwalk_ptr = git_ptr<git_revwalk, git_revwalk_free>;
 /// An owned branch iterator.
-using branch_iterator_ptr = git_ptr<git_branch_iterator, git_branch_iterator_free>;
+using branch_iterator_ptr
+  = git_ptr<git_branch_iterator, git_branch_iterator_free>;
 /// An owned conflict iterator.
-using conflict_iterator_ptr =
-  git_ptr<git_index_conflict_iterator, git_index_conflict_iterator_free>;
+using conflict_iterator_ptr
+  = git_ptr<git_index_conflict_iterator, git_index_conflict_iterator_free>;
 
 /// An owned git_buf, disposed on destruction.
 struct buf {

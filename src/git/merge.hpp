@@ -45,6 +45,10 @@ struct merge_result {
   /// edited them between the check and the update (rare; they stay as the
   /// user left them, and git status shows them as changed).
   std::vector<std::string> skipped;
+  /// For merged: why the checkout could not be updated at all (e.g. the
+  /// user's git held index.lock), empty when it was. The merge itself is
+  /// done; call complete_checkout once the obstacle is gone.
+  std::string checkout_error;
 };
 
 /// The name of an outcome ("merged", "conflict", ...).
@@ -55,7 +59,8 @@ const char* to_string(merge_result::outcome x);
 /// never a fast-forward, then updates the main checkout when `base_branch`
 /// is checked out there. See the file comment for the order of writes.
 /// Throws `error` only for failures other than conflicts and dirtiness
-/// (missing branch, I/O, a lock held by someone else).
+/// (a missing branch, I/O, a ref lock held by someone else, the base
+/// checked out in a linked worktree), and then the base has not moved.
 merge_result merge_into_base(repository& repo, const std::string& branch,
                              const std::string& base_branch,
                              const std::string& message,
@@ -82,6 +87,15 @@ struct checkout_repair {
 /// (or already HEAD's) is brought to HEAD's content. A user's edit is never
 /// overwritten. A no-op on a checkout that is up to date.
 checkout_repair complete_checkout(repository& repo);
+
+/// Applies the change from commit `from` to commit `to` to the files of
+/// `repo`'s checkout, leaving it uncommitted and unstaged (assist mode:
+/// the user reviews and commits). All or nothing: when any change does not
+/// apply to the files as they are, nothing is written and this throws,
+/// naming the path. Returns the paths it changed.
+std::vector<std::string> apply_to_checkout(repository& repo,
+                                           const std::string& from,
+                                           const std::string& to);
 
 /// A patch text (`git diff` format) from commit `from` to commit `to`; with
 /// `to` empty, from `from` to the index and files of `repo`'s checkout,

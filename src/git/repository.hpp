@@ -25,7 +25,7 @@ namespace taskforce::git {
 /// Keeps libgit2 initialised while alive (refcounted by libgit2 itself, so
 /// nesting is cheap). `main` and benchmarks hold one for their lifetime.
 class library {
-public:
+ public:
   library();
   ~library();
   library(const library&) = delete;
@@ -34,7 +34,7 @@ public:
 
 /// An open repository or linked worktree; move-only, closes on destruction.
 class repository {
-public:
+ public:
   /// Takes ownership of an open libgit2 repository.
   explicit repository(git_repository* raw) noexcept : raw_(raw) {}
   repository(repository&& other) noexcept;
@@ -62,7 +62,7 @@ public:
   /// True for a linked worktree.
   bool is_worktree() const;
 
-private:
+ private:
   git_repository* raw_;
 };
 

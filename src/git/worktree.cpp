@@ -25,7 +25,8 @@ std::string read_text(const fs::path& file) {
 }
 
 std::string trim(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
+  while (!s.empty()
+         && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
     s.pop_back();
   return s;
 }
@@ -143,18 +144,35 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
   if (ec)
     throw error(what, "cannot create " + abs.parent_path().string() + ": "
                         + ec.message());
-  auto name = worktree_name_for(branch);
   // A stale admin entry of a worktree whose folder is gone (a crash, or a
-  // folder deleted by hand) would block the name: prune it.
-  {
+  // folder deleted by hand) is pruned; a live one under the same name (a
+  // reused worktree now serving another branch) makes us pick the next
+  // free name.
+  auto base_name = worktree_name_for(branch);
+  std::string name;
+  for (int n = 1;; ++n) {
+    name = n == 1 ? base_name : base_name + "-" + std::to_string(n);
     git_worktree* raw = nullptr;
-    if (git_worktree_lookup(&raw, repo.get(), name.c_str()) == 0) {
-      worktree_ptr old{raw};
-      if (git_worktree_validate(old.get()) == 0)
-        throw error(what, "worktree " + name + " already exists at "
-                            + git_worktree_path(old.get()));
+    if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
+      git_error_clear();
+      break;
+    }
+    worktree_ptr old{raw};
+    if (git_worktree_validate(old.get()) != 0) {
+      git_error_clear();
       git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
       check(git_worktree_prune(old.get(), &popts), what);
+      break;
+    }
+  }
+  {
+    git_reference* raw = nullptr;
+    if (git_branch_lookup(&raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL)
+        == 0) {
+      reference_ptr ref{raw};
+      if (git_branch_is_checked_out(ref.get()) == 1)
+        throw error(what,
+                    "branch " + branch + " is checked out in another worktree");
     } else {
       git_error_clear();
     }
@@ -163,9 +181,9 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
     throw error(what, "branch " + branch + " holds commit " + *unmerged
                         + " that is not merged into " + base_commit);
   git_reference* ref_raw = nullptr;
-  check(git_branch_lookup(&ref_raw, repo.get(), branch.c_str(),
-                          GIT_BRANCH_LOCAL),
-        what);
+  check(
+    git_branch_lookup(&ref_raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL),
+    what);
   reference_ptr ref{ref_raw};
   git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
   opts.ref = ref.get();
@@ -222,8 +240,8 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
         == 0) {
       reference_ptr ref{raw};
       if (git_branch_is_checked_out(ref.get()) == 1)
-        throw error(what, "branch " + branch
-                            + " is checked out in another worktree");
+        throw error(what,
+                    "branch " + branch + " is checked out in another worktree");
     } else {
       git_error_clear();
     }
@@ -275,31 +293,48 @@ std::vector<std::string> changed_paths(repository& worktree) {
 
 std::string commit_all(repository& worktree, const std::string& message,
                        const signature& author) {
-  auto what = "commit all changes in " + worktree.workdir().string();
-  auto index = detail::repository_index(worktree);
-  check(git_index_add_all(index.get(), nullptr, GIT_INDEX_ADD_DEFAULT, nullptr,
-                          nullptr),
-        what);
-  check(git_index_update_all(index.get(), nullptr, nullptr, nullptr), what);
+  // One status pass instead of git_index_add_all + git_index_update_all
+  // (two passes over the folder).
+  return commit_paths(worktree, changed_paths(worktree), message, author);
+}
+
+std::string commit_paths(repository& repo,
+                         const std::vector<std::string>& paths,
+                         const std::string& message, const signature& author) {
+  auto what = "commit in " + repo.workdir().string();
+  detail::relax_object_checks();
+  auto index = detail::repository_index(repo);
+  check(git_index_read(index.get(), 0), what);
   if (git_index_has_conflicts(index.get()))
     throw error(what, "the index has unresolved conflicts");
+  auto root = repo.workdir();
+  for (auto& path : paths) {
+    std::error_code ec;
+    auto type = fs::symlink_status(root / path, ec).type();
+    if (type == fs::file_type::regular || type == fs::file_type::symlink)
+      check(git_index_add_bypath(index.get(), path.c_str()),
+            what + ": stage " + path);
+    else
+      check(git_index_remove_bypath(index.get(), path.c_str()),
+            what + ": unstage " + path);
+  }
   check(git_index_write(index.get()), what);
   git_oid tree_id;
   check(git_index_write_tree(&tree_id, index.get()), what);
-  auto head = head_commit(worktree);
+  auto head = head_commit(repo);
   commit_ptr parent;
   if (head) {
-    parent = detail::lookup_commit(worktree, *head);
+    parent = detail::lookup_commit(repo, *head);
     if (git_oid_equal(git_commit_tree_id(parent.get()), &tree_id))
       return *head; // nothing changed
   }
   git_tree* tree_raw = nullptr;
-  check(git_tree_lookup(&tree_raw, worktree.get(), &tree_id), what);
+  check(git_tree_lookup(&tree_raw, repo.get(), &tree_id), what);
   tree_ptr tree{tree_raw};
-  auto sig = detail::make_signature(worktree, author);
+  auto sig = detail::make_signature(repo, author);
   const git_commit* parents[] = {parent.get()};
   git_oid id;
-  check(git_commit_create(&id, worktree.get(), "HEAD", sig.get(), sig.get(),
+  check(git_commit_create(&id, repo.get(), "HEAD", sig.get(), sig.get(),
                           nullptr, message.c_str(), tree.get(), head ? 1 : 0,
                           parents),
         what);
@@ -369,8 +404,8 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
   if (!trash.empty()) {
     fs::remove_all(trash, ec);
     if (ec)
-      throw error(what, "cannot delete " + trash.string() + ": "
-                          + ec.message());
+      throw error(what,
+                  "cannot delete " + trash.string() + ": " + ec.message());
   }
   return true;
 }

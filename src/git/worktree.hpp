@@ -78,8 +78,7 @@ struct reuse_result {
 /// the files that differ (like `git checkout -f -B branch base` followed by
 /// `git clean -fd`, without a fresh checkout). Ignored files are kept. Any
 /// work in the worktree makes it refuse and change nothing.
-reuse_result reuse_worktree(repository& repo,
-                            const std::filesystem::path& path,
+reuse_result reuse_worktree(repository& repo, const std::filesystem::path& path,
                             const std::string& branch,
                             const std::string& base_commit);
 
@@ -95,6 +94,16 @@ std::vector<std::string> changed_paths(repository& worktree);
 /// commit. On an unborn branch it creates the root commit.
 std::string commit_all(repository& worktree, const std::string& message,
                        const signature& author = {});
+
+/// Like commit_all, but stages only `paths` (repository-relative; a path
+/// whose file is gone is staged as deleted); other changes stay as they
+/// are. For tasks run in place in the main checkout, committing just their
+/// scope. Returns the new tip, or the unchanged tip when the staged tree
+/// equals HEAD's.
+std::string commit_paths(repository& repo,
+                         const std::vector<std::string>& paths,
+                         const std::string& message,
+                         const signature& author = {});
 
 /// The linked worktrees of `repo` (not the main checkout).
 std::vector<worktree_info> list_worktrees(repository& repo);

@@ -1,6 +1,8 @@
 #include "src/plan/graph.hpp"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <set>
 
 #include "src/scope/glob.hpp"
@@ -9,42 +11,56 @@ namespace taskforce::plan {
 
 namespace {
 
+constexpr uint32_t none = std::numeric_limits<uint32_t>::max();
+
 /// One `files` entry of one task, placed in the index.
 struct entry {
-  /// The base (or the literal path) with '/' as '\0', so that a directory
-  /// and everything below it sort together: "a", "a\0b", "a\0c", "a-b".
-  std::string key;
   size_t task;
   scope::glob pattern;
+  /// The next entry in the same directory node.
+  uint32_t next = none;
 };
 
-std::string sort_key(const std::string& path) {
-  std::string key = path;
-  std::replace(key.begin(), key.end(), '/', '\0');
-  return key;
-}
+/// A directory of the index: its entries and its children, as lists.
+struct node {
+  uint32_t first_child = none;
+  uint32_t next_sibling = none;
+  uint32_t first_entry = none;
+};
 
-/// The scope index: literals by path, globs by base, all entries by key.
+/// A child's name under its parent: the key of the one map of the trie.
+struct child_key {
+  uint32_t parent;
+  std::string_view name;
+  bool operator==(const child_key& other) const {
+    return parent == other.parent && name == other.name;
+  }
+};
+
+struct child_key_hash {
+  size_t operator()(const child_key& k) const {
+    return std::hash<std::string_view>{}(k.name) * 31 + k.parent;
+  }
+};
+
+/// The scope index: a trie of path segments. Each entry sits at the node of
+/// its base (a literal's base is its path). Only entries on the way down to
+/// an entry's base (globs), at its base, or below it (for a glob) can share
+/// a path with it; everything else is never looked at.
 class scope_index {
 public:
   explicit scope_index(const std::vector<task_spec>& tasks) {
-    for (size_t t = 0; t < tasks.size(); ++t) {
-      if (tasks[t].done)
-        continue;
-      for (const auto& file : tasks[t].files) {
-        scope::glob pattern{file};
-        auto key = sort_key(pattern.base());
-        entries_.push_back({std::move(key), t, std::move(pattern)});
-      }
-    }
-    std::sort(entries_.begin(), entries_.end(),
-              [](const entry& a, const entry& b) { return a.key < b.key; });
-    for (size_t i = 0; i < entries_.size(); ++i) {
-      const auto& e = entries_[i];
-      if (e.pattern.is_literal())
-        literals_[e.key].push_back(i);
-      else
-        globs_[e.key].push_back(i);
+    for (size_t t = 0; t < tasks.size(); ++t)
+      if (!tasks[t].done)
+        for (const auto& file : tasks[t].files)
+          entries_.push_back({t, scope::glob{file}, none});
+    // Names are views of the entries' bases: build once entries_ is final.
+    nodes_.emplace_back();
+    children_.reserve(entries_.size() * 2);
+    for (uint32_t i = 0; i < entries_.size(); ++i) {
+      auto at = add_path(entries_[i].pattern.base());
+      entries_[i].next = nodes_[at].first_entry;
+      nodes_[at].first_entry = i;
     }
   }
 
@@ -56,45 +72,37 @@ public:
   /// (a superset; the caller tests exactly). May repeat an entry.
   template <class F>
   void candidates(const entry& e, F&& f) const {
-    // Globs based at the entry's base or any of its ancestors.
-    const auto& key = e.key;
-    auto visit_globs_at = [&](const std::string& prefix) {
-      if (auto found = globs_.find(prefix); found != globs_.end())
-        for (auto i : found->second)
+    // Globs at every directory above the base.
+    auto globs_at = [&](uint32_t n) {
+      for (auto i = nodes_[n].first_entry; i != none; i = entries_[i].next)
+        if (!entries_[i].pattern.is_literal())
           f(i);
     };
-    visit_globs_at("");
-    for (size_t i = 0; i < key.size(); ++i)
-      if (key[i] == '\0')
-        visit_globs_at(key.substr(0, i));
-    if (!key.empty())
-      visit_globs_at(key);
+    auto at = walk(e.pattern.base(), globs_at);
+    if (at == none)
+      return;
     if (e.pattern.is_literal()) {
-      if (auto found = literals_.find(key); found != literals_.end())
-        for (auto i : found->second)
-          f(i);
+      // The same path, and globs based at it.
+      for (auto i = nodes_[at].first_entry; i != none; i = entries_[i].next)
+        f(i);
       return;
     }
     // A glob: every entry at or below its base.
-    auto first = std::lower_bound(
-      entries_.begin(), entries_.end(), key,
-      [](const entry& x, const std::string& k) { return x.key < k; });
-    for (auto it = first; it != entries_.end(); ++it) {
-      const auto& other = it->key;
-      bool below = key.empty()
-                   || (other.compare(0, key.size(), key) == 0
-                       && (other.size() == key.size()
-                           || other[key.size()] == '\0'));
-      if (!below)
-        break;
-      f(static_cast<size_t>(it - entries_.begin()));
+    std::vector<uint32_t> stack{at};
+    while (!stack.empty()) {
+      auto n = stack.back();
+      stack.pop_back();
+      for (auto i = nodes_[n].first_entry; i != none; i = entries_[i].next)
+        f(i);
+      for (auto c = nodes_[n].first_child; c != none; c = nodes_[c].next_sibling)
+        stack.push_back(c);
     }
   }
 
   /// Calls `f(task)` for every task whose scope covers `path`.
   template <class F>
   void covering(const std::string& path, F&& f) const {
-    entry probe{sort_key(path), 0, scope::glob{path}};
+    entry probe{0, scope::glob{path}, none};
     candidates(probe, [&](size_t i) {
       if (intersects(entries_[i].pattern, probe.pattern))
         f(entries_[i].task);
@@ -102,9 +110,53 @@ public:
   }
 
 private:
+  /// Follows `base` segment by segment from the root, calling `above(n)`
+  /// for each node passed before the last; returns the last node, or
+  /// `none` when the path is not in the trie.
+  template <class F>
+  uint32_t walk(std::string_view base, F&& above) const {
+    uint32_t at = 0;
+    for_each_segment(base, [&](std::string_view name) {
+      if (at == none)
+        return;
+      above(at);
+      auto found = children_.find(child_key{at, name});
+      at = found == children_.end() ? none : found->second;
+    });
+    return at;
+  }
+
+  /// The node of `base`, created with its missing ancestors.
+  uint32_t add_path(std::string_view base) {
+    uint32_t at = 0;
+    for_each_segment(base, [&](std::string_view name) {
+      auto [it, fresh] = children_.emplace(
+        child_key{at, name}, static_cast<uint32_t>(nodes_.size()));
+      if (fresh) {
+        nodes_.emplace_back();
+        nodes_.back().next_sibling = nodes_[at].first_child;
+        nodes_[at].first_child = it->second;
+      }
+      at = it->second;
+    });
+    return at;
+  }
+
+  template <class F>
+  static void for_each_segment(std::string_view path, F&& f) {
+    size_t start = 0;
+    while (start < path.size()) {
+      auto end = path.find('/', start);
+      if (end == std::string_view::npos)
+        end = path.size();
+      f(path.substr(start, end - start));
+      start = end + 1;
+    }
+  }
+
   std::vector<entry> entries_;
-  std::unordered_map<std::string, std::vector<size_t>> literals_;
-  std::unordered_map<std::string, std::vector<size_t>> globs_;
+  std::vector<node> nodes_;
+  std::unordered_map<child_key, uint32_t, child_key_hash> children_;
 };
 
 } // namespace

@@ -1,11 +1,8 @@
 #include "src/plan/report.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
-
-#include "src/taskfile/task_json.hpp"
 
 namespace taskforce::plan {
 
@@ -20,29 +17,158 @@ plan_result make_plan(taskfile::parse_result parsed, size_t max_concurrency) {
   return plan;
 }
 
-std::string plan_json(const plan_result& plan) {
-  using nlohmann::ordered_json;
-  ordered_json out;
-  out["tasks"] = ordered_json::array();
-  out["conflicts"] = ordered_json::array();
-  out["waves"] = ordered_json::array();
-  out["errors"] = ordered_json::array();
-  if (plan.graph) {
-    const auto& g = *plan.graph;
-    for (const auto& task : g.tasks())
-      out["tasks"].push_back(taskfile::task_to_json(task));
-    for (const auto& [a, b] : plan.conflicts)
-      out["conflicts"].push_back({g.task(a).id, g.task(b).id});
-    for (const auto& wave : plan.waves) {
-      auto ids = ordered_json::array();
-      for (auto t : wave)
-        ids.push_back(g.task(t).id);
-      out["waves"].push_back(std::move(ids));
+namespace {
+
+/// Appends `s` as a JSON string; bytes that are not UTF-8 become U+FFFD,
+/// so any task file prints (nlohmann's dump would throw instead).
+void put_string(std::string& out, std::string_view s) {
+  out += '"';
+  for (size_t i = 0; i < s.size();) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\n': out += "\\n"; break;
+        case '\t': out += "\\t"; break;
+        case '\r': out += "\\r"; break;
+        default:
+          if (c < 0x20) {
+            char buffer[8];
+            std::snprintf(buffer, sizeof buffer, "\\u%04x", c);
+            out += buffer;
+          } else {
+            out += static_cast<char>(c);
+          }
+      }
+      ++i;
+      continue;
+    }
+    // A multi-byte sequence: its length from the lead byte, then checked.
+    size_t len = c >= 0xF0 && c <= 0xF4 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 ? 2 : 0;
+    if (c > 0xF4)
+      len = 0;
+    bool valid = len > 0 && i + len <= s.size();
+    for (size_t k = 1; valid && k < len; ++k)
+      valid = (static_cast<unsigned char>(s[i + k]) & 0xC0) == 0x80;
+    if (valid && len == 3) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      valid = !(c == 0xE0 && c1 < 0xA0) && !(c == 0xED && c1 >= 0xA0);
+    } else if (valid && len == 4) {
+      auto c1 = static_cast<unsigned char>(s[i + 1]);
+      valid = !(c == 0xF0 && c1 < 0x90) && !(c == 0xF4 && c1 >= 0x90);
+    }
+    if (valid) {
+      out.append(s.data() + i, len);
+      i += len;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++i;
     }
   }
-  for (const auto& e : plan.errors)
-    out["errors"].push_back({{"line", e.line}, {"message", e.message}});
-  return out.dump(2);
+  out += '"';
+}
+
+void put_optional(std::string& out, const std::optional<std::string>& s) {
+  if (s)
+    put_string(out, *s);
+  else
+    out += "null";
+}
+
+void put_strings(std::string& out, const std::vector<std::string>& items) {
+  out += '[';
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (i > 0)
+      out += ", ";
+    put_string(out, items[i]);
+  }
+  out += ']';
+}
+
+/// One task on one line, fields in CLI.md's order.
+void put_task(std::string& out, const task_spec& t) {
+  out += "{\"id\": ";
+  put_string(out, t.id);
+  out += ", \"index\": " + std::to_string(t.index);
+  out += ", \"line\": " + std::to_string(t.line);
+  out += ", \"title\": ";
+  put_string(out, t.title);
+  out += t.done ? ", \"done\": true" : ", \"done\": false";
+  out += ", \"deps\": ";
+  put_strings(out, t.deps);
+  out += ", \"files\": ";
+  put_strings(out, t.files);
+  out += ", \"locks\": ";
+  put_strings(out, t.locks);
+  out += ", \"priority\": " + std::to_string(t.priority);
+  out += ", \"verify\": ";
+  put_optional(out, t.verify);
+  out += ", \"run\": ";
+  put_optional(out, t.run);
+  out += ", \"agent\": ";
+  put_optional(out, t.agent);
+  out += ", \"model\": ";
+  put_optional(out, t.model);
+  out += ", \"risk\": ";
+  put_optional(out, t.risk);
+  out += ", \"timeout_ms\": ";
+  out += t.timeout_ms ? std::to_string(*t.timeout_ms) : "null";
+  out += t.held ? ", \"held\": true" : ", \"held\": false";
+  out += ", \"hold_reason\": ";
+  put_optional(out, t.hold_reason);
+  out += '}';
+}
+
+} // namespace
+
+std::string plan_json(const plan_result& plan) {
+  // Written directly rather than through a JSON tree: a plan of 20k tasks
+  // is tens of megabytes as a tree and a few as text.
+  std::string out = "{\n  \"tasks\": [";
+  if (plan.graph) {
+    const auto& g = *plan.graph;
+    for (size_t i = 0; i < g.size(); ++i) {
+      out += i ? ",\n    " : "\n    ";
+      put_task(out, g.task(i));
+    }
+    if (g.size() > 0)
+      out += "\n  ";
+  }
+  out += "],\n  \"conflicts\": [";
+  for (size_t i = 0; i < plan.conflicts.size(); ++i) {
+    out += i ? ",\n    [" : "\n    [";
+    put_string(out, plan.graph->task(plan.conflicts[i].first).id);
+    out += ", ";
+    put_string(out, plan.graph->task(plan.conflicts[i].second).id);
+    out += ']';
+  }
+  if (!plan.conflicts.empty())
+    out += "\n  ";
+  out += "],\n  \"waves\": [";
+  for (size_t w = 0; w < plan.waves.size(); ++w) {
+    out += w ? ",\n    [" : "\n    [";
+    for (size_t k = 0; k < plan.waves[w].size(); ++k) {
+      if (k > 0)
+        out += ", ";
+      put_string(out, plan.graph->task(plan.waves[w][k]).id);
+    }
+    out += ']';
+  }
+  if (!plan.waves.empty())
+    out += "\n  ";
+  out += "],\n  \"errors\": [";
+  for (size_t i = 0; i < plan.errors.size(); ++i) {
+    out += i ? ",\n    " : "\n    ";
+    out += "{\"line\": " + std::to_string(plan.errors[i].line)
+           + ", \"message\": ";
+    put_string(out, plan.errors[i].message);
+    out += '}';
+  }
+  if (!plan.errors.empty())
+    out += "\n  ";
+  out += "]\n}";
+  return out;
 }
 
 namespace {
@@ -100,9 +226,9 @@ std::string plan_text(const plan_result& plan, size_t width) {
   for (const auto& task : g.tasks()) {
     std::string gate = task.verify ? *task.verify : "-";
     if (task.needs_approval)
-      gate += " [approval]";
+      gate = "[approval] " + gate;
     if (task.held)
-      gate += " [held: " + task.hold_reason.value_or("") + "]";
+      gate = "[held] " + gate;
     std::string title = task.title;
     if (task.done) {
       title = "[x] " + title;
@@ -147,6 +273,15 @@ std::string plan_text(const plan_result& plan, size_t width) {
     while (!line.empty() && line.back() == ' ')
       line.pop_back();
     out << line << '\n';
+  }
+  bool any_held = false;
+  for (const auto& task : g.tasks()) {
+    if (!task.held || task.done)
+      continue;
+    if (!any_held)
+      out << "\nheld (they wait when they would start):\n";
+    any_held = true;
+    out << "  " << task.id << ": " << task.hold_reason.value_or("") << '\n';
   }
   out << "\nconflicts (never at the same time):\n";
   if (plan.conflicts.empty())

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -51,8 +52,7 @@ struct cancel_handle::state {
   }
 };
 
-cancel_handle::cancel_handle() : state_(std::make_shared<state>()) {
-}
+cancel_handle::cancel_handle() : state_(std::make_shared<state>()) {}
 
 void cancel_handle::cancel() const {
   std::lock_guard<std::mutex> guard{state_->mutex};
@@ -80,19 +80,23 @@ namespace {
 /// to us (and can be found and reaped) instead of to PID 1.
 void become_subreaper() {
   static std::once_flag once;
-  std::call_once(once, [] { ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); });
+  std::call_once(once, [] {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+  });
 }
 
-std::string next_token() {
+/// The run's token: the caller's label (if any), then what makes it unique.
+std::string next_token(const std::string& label) {
   static std::atomic<uint64_t> counter{0};
-  return std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  auto unique = std::to_string(::getpid()) + "-" + std::to_string(++counter);
+  return label.empty() ? unique : label + "#" + unique;
 }
 
 int open_pidfd(pid_t pid) {
 #ifdef SYS_pidfd_open
   return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
 #else
-  (void) pid;
+  (void)pid;
   return -1;
 #endif
 }
@@ -108,7 +112,9 @@ std::optional<exit_status> peek_exit(pid_t pid) {
     rc = ::waitid(P_PID, static_cast<id_t>(pid), &info,
                   WEXITED | WNOHANG | WNOWAIT);
   } while (rc < 0 && errno == EINTR);
-  if (rc < 0 || info.si_pid == 0)
+  if (rc < 0) // ECHILD: reaped behind our back (SIGCHLD ignored); it is over
+    return exit_status{};
+  if (info.si_pid == 0)
     return std::nullopt;
   exit_status st;
   if (info.si_code == CLD_EXITED)
@@ -130,7 +136,8 @@ void clean_group(pid_t pgid) {
     ::kill(-pgid, SIGKILL);
     int status;
     pid_t rc;
-    while ((rc = ::waitpid(-pgid, &status, 0)) > 0 || (rc < 0 && errno == EINTR))
+    while ((rc = ::waitpid(-pgid, &status, 0)) > 0
+           || (rc < 0 && errno == EINTR))
       ;
     if (!group_alive(pgid) || clock_type::now() > give_up)
       return;
@@ -208,10 +215,9 @@ void sweep_orphans(const std::string& token) {
 
 /// The output side: the log file and the tail.
 class output_sink {
-public:
+ public:
   output_sink(int log_fd, size_t tail_bytes)
-    : log_fd_(log_fd), tail_bytes_(tail_bytes) {
-  }
+    : log_fd_(log_fd), tail_bytes_(tail_bytes) {}
 
   void add(const char* data, size_t size) {
     total_ += size;
@@ -240,7 +246,7 @@ public:
     result.tail_truncated = total_ > tail_bytes_;
   }
 
-private:
+ private:
   int log_fd_;
   size_t tail_bytes_;
   size_t total_ = 0;
@@ -266,9 +272,9 @@ bool pump(int fd, output_sink& sink) {
   }
 }
 
-int poll_timeout(clock_type::time_point now,
-                 std::initializer_list<std::optional<clock_type::time_point>>
-                   deadlines) {
+int poll_timeout(
+  clock_type::time_point now,
+  std::initializer_list<std::optional<clock_type::time_point>> deadlines) {
   int result = -1;
   for (auto& d : deadlines) {
     if (!d)
@@ -291,6 +297,64 @@ struct fds_closer {
 };
 
 } // namespace
+
+// --- leftovers ---------------------------------------------------------------
+
+size_t kill_leftovers(const std::string& label) {
+  if (label.empty())
+    return 0;
+  std::string prefix = std::string{token_variable} + "=" + label;
+  pid_t self = ::getpid();
+  auto scan = [&] {
+    std::vector<pid_t> found;
+    DIR* dir = ::opendir("/proc");
+    if (dir == nullptr)
+      return found;
+    while (auto* entry = ::readdir(dir)) {
+      char* end = nullptr;
+      long pid = std::strtol(entry->d_name, &end, 10);
+      if (*end != '\0' || pid <= 0 || pid == self)
+        continue;
+      std::ifstream in("/proc/" + std::string{entry->d_name} + "/environ",
+                       std::ios::binary);
+      std::string var;
+      while (std::getline(in, var, '\0'))
+        if (var.compare(0, prefix.size(), prefix) == 0) {
+          found.push_back(static_cast<pid_t>(pid));
+          break;
+        }
+    }
+    ::closedir(dir);
+    return found;
+  };
+  std::set<pid_t> killed;
+  auto give_up = clock_type::now() + std::chrono::seconds(5);
+  // A dying process stops showing its environment before it is a zombie,
+  // so the scan ends first; then each one is waited for until it is gone or
+  // a zombie (those we adopted are ours to reap; init reaps the others).
+  for (;;) {
+    auto found = scan();
+    if (found.empty() || clock_type::now() > give_up)
+      break;
+    for (pid_t pid : found)
+      if (::kill(pid, SIGKILL) == 0)
+        killed.insert(pid);
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  for (pid_t pid : killed) {
+    while (clock_type::now() < give_up) {
+      {
+        std::lock_guard<std::mutex> guard{registry_mutex()};
+        if (registered_children().count(pid) == 0)
+          ::waitpid(pid, nullptr, WNOHANG);
+      }
+      if (::kill(pid, 0) != 0 || is_zombie(pid))
+        break;
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+  }
+  return killed.size();
+}
 
 // --- run ---------------------------------------------------------------------
 
@@ -330,27 +394,26 @@ run_result run(const run_options& opts) {
     cancel_state.waiters.push_back(wake_fd);
   }
   if (!opts.log_file.empty()) {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC
-                | (opts.append_log ? O_APPEND : O_TRUNC);
+    int flags
+      = O_WRONLY | O_CREAT | O_CLOEXEC | (opts.append_log ? O_APPEND : O_TRUNC);
     log_fd = ::open(opts.log_file.c_str(), flags, 0644);
     if (log_fd < 0) {
       int code = errno;
       throw spawn_error("cannot run '"
-                          + (opts.argv.empty() ? std::string{}
-                                               : opts.argv[0])
+                          + (opts.argv.empty() ? std::string{} : opts.argv[0])
                           + "': cannot write the log '" + opts.log_file
                           + "': " + std::strerror(code),
                         code);
     }
   }
-  std::string token = next_token();
+  std::string token = next_token(opts.label);
   spawn_options so;
   so.argv = opts.argv;
   so.cwd = opts.cwd;
   so.env = opts.env;
   so.env.emplace_back(token_variable, token);
-  so.in = opts.stdin_file.empty() ? stdio::null()
-                                  : stdio::file(opts.stdin_file);
+  so.in
+    = opts.stdin_file.empty() ? stdio::null() : stdio::file(opts.stdin_file);
   so.out = stdio::pipe();
   so.err = stdio::to_stdout();
   child c = spawn(so);
@@ -358,8 +421,17 @@ run_result run(const run_options& opts) {
   ::fcntl(out_fd, F_SETFL, ::fcntl(out_fd, F_GETFL) | O_NONBLOCK);
   result.pid = c.pid;
   pid_t pgid = c.pid;
-  if (opts.on_start)
-    opts.on_start(c.pid);
+  if (opts.on_start) {
+    try {
+      opts.on_start(c.pid);
+    } catch (...) {
+      // Nobody will watch the command: stop it before reporting the error.
+      forget_child(pgid);
+      clean_group(pgid);
+      sweep_orphans(token);
+      throw;
+    }
+  }
   pid_fd = open_pidfd(c.pid);
   output_sink sink{log_fd, opts.tail_bytes};
   std::optional<clock_type::time_point> timeout_at;
@@ -410,8 +482,8 @@ run_result run(const run_options& opts) {
       pid_index = static_cast<int>(n);
       fds[n++] = {pid_fd, POLLIN, 0};
     }
-    int wait_ms = poll_timeout(now, {term_sent ? std::nullopt : timeout_at,
-                                     kill_at});
+    int wait_ms
+      = poll_timeout(now, {term_sent ? std::nullopt : timeout_at, kill_at});
     // Without a pidfd (old kernels) the leader is polled every 10 ms.
     if (pid_fd < 0)
       wait_ms = wait_ms < 0 ? 10 : std::min(wait_ms, 10);
@@ -437,7 +509,7 @@ run_result run(const run_options& opts) {
         out_fd = -1;
       }
     }
-    (void) pid_index; // the leader is checked at the top of the loop
+    (void)pid_index; // the leader is checked at the top of the loop
   }
   // The leader is a zombie: whatever is left of its group is killed now (a
   // finished command leaves nothing running), then everything reaped.
@@ -462,8 +534,8 @@ run_result run(const run_options& opts) {
     }
   }
   sink.finish(result);
-  result.duration = std::chrono::duration_cast<milliseconds>(
-    clock_type::now() - started);
+  result.duration
+    = std::chrono::duration_cast<milliseconds>(clock_type::now() - started);
   return result;
 }
 

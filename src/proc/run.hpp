@@ -32,7 +32,7 @@ namespace taskforce::proc {
 /// usable. Cancelling before the run starts makes it return at once without
 /// starting anything; cancelling after it ended does nothing.
 class cancel_handle {
-public:
+ public:
   /// A fresh handle.
   cancel_handle();
   /// SIGTERM to the process group now, SIGKILL after the run's grace period.
@@ -49,13 +49,13 @@ public:
     return state_;
   }
 
-private:
+ private:
   std::shared_ptr<state> state_;
 };
 
 /// What to run and how to watch it.
 struct run_options {
-  /// The program and its arguments (argv[0] searched on PATH).
+  /// The program and its arguments (argv[0] searched on the caller's PATH).
   std::vector<std::string> argv;
   /// The working directory; empty = the caller's.
   std::string cwd;
@@ -78,6 +78,10 @@ struct run_options {
   /// Called on the run's thread right after the start with the pid (= pgid),
   /// e.g. to record it for recovery.
   std::function<void(pid_t)> on_start;
+  /// A label carried by every process of the run (in the environment, with
+  /// a unique suffix), e.g. "<run>/<task>/". After a crash of this process,
+  /// kill_leftovers(label) finds what survived it.
+  std::string label;
 };
 
 /// How a run ended.
@@ -105,6 +109,12 @@ struct run_result {
   /// "exit 3", "signal 9 (Killed)", "timed out after 1000 ms", "cancelled".
   std::string describe() const;
 };
+
+/// Kills (SIGKILL) every process of this user whose run label starts with
+/// `label_prefix` and waits until they are dead (at most 5 s): the workers
+/// a killed taskforce left behind in their own process groups, before their
+/// worktree is used again. Returns how many it killed; "" kills nothing.
+size_t kill_leftovers(const std::string& label_prefix);
 
 /// Runs `opts.argv` to completion. Throws spawn_error when it cannot start
 /// (missing program, bad directory, log file not writable).

@@ -54,8 +54,7 @@ int open_target(const stdio& s, int target, const spawn_options& opts) {
     case stdio::kind::append:
       flags |= target == 0 ? O_RDONLY : (O_WRONLY | O_CREAT | O_APPEND);
       break;
-    default:
-      return -1;
+    default: return -1;
   }
   int fd = ::open(path, flags, 0644);
   if (fd < 0) {
@@ -96,8 +95,7 @@ child spawn(const spawn_options& opts) {
   for (int target = 0; target < 3; ++target) {
     const stdio& s = *streams[target];
     switch (s.how) {
-      case stdio::kind::inherit:
-        break;
+      case stdio::kind::inherit: break;
       case stdio::kind::to_stdout:
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
         break;
@@ -181,9 +179,8 @@ child spawn(const spawn_options& opts) {
   }
   if (rc != 0) {
     std::string where = opts.cwd.empty() ? "" : " in '" + opts.cwd + "'";
-    throw spawn_error("cannot run '" + opts.argv[0] + "'" + where + ": "
-                        + errno_text(rc),
-                      rc);
+    throw spawn_error(
+      "cannot run '" + opts.argv[0] + "'" + where + ": " + errno_text(rc), rc);
   }
   on_error.fds.clear();
   result.pid = pid;

@@ -30,23 +30,31 @@ struct stdio {
   std::string path;
 
   /// The caller's own stream.
-  static stdio inherit() { return {kind::inherit, {}}; }
+  static stdio inherit() {
+    return {kind::inherit, {}};
+  }
   /// /dev/null.
-  static stdio null() { return {kind::null, {}}; }
+  static stdio null() {
+    return {kind::null, {}};
+  }
   /// A file, emptied first unless `append`.
   static stdio file(std::string path, bool append = false) {
     return {append ? kind::append : kind::truncate, std::move(path)};
   }
   /// A new pipe.
-  static stdio pipe() { return {kind::pipe, {}}; }
+  static stdio pipe() {
+    return {kind::pipe, {}};
+  }
   /// For stderr: the same place as stdout (one interleaved stream).
-  static stdio to_stdout() { return {kind::to_stdout, {}}; }
+  static stdio to_stdout() {
+    return {kind::to_stdout, {}};
+  }
 };
 
 /// What to start.
 struct spawn_options {
   /// The program and its arguments; argv[0] without a '/' is searched on
-  /// PATH.
+  /// the caller's PATH (not one set in `env`).
   std::vector<std::string> argv;
   /// The child's working directory; empty = the caller's.
   std::string cwd;
@@ -76,17 +84,16 @@ struct child {
 /// A process could not be started; what() names the program (or the file)
 /// and the errno text, code() is the errno.
 class spawn_error : public std::runtime_error {
-public:
+ public:
   /// Builds the error.
   spawn_error(const std::string& what, int code)
-    : std::runtime_error(what), code_(code) {
-  }
+    : std::runtime_error(what), code_(code) {}
   /// The errno value (ENOENT for a missing program).
   int code() const noexcept {
     return code_;
   }
 
-private:
+ private:
   int code_;
 };
 

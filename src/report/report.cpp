@@ -100,12 +100,11 @@ std::string to_report(const json& j, const fenced_block& block,
     return where(block) + ": \"" + key + "\" " + rule;
   };
   const auto& status = j.at("status");
-  if (!status.is_string()
-      || (status != "done" && status != "blocked"))
-    return bad("status", "must be \"done\" or \"blocked\", not "
-                           + status.dump());
-  report.status = status == "done" ? report_status::done
-                                   : report_status::blocked;
+  if (!status.is_string() || (status != "done" && status != "blocked"))
+    return bad("status",
+               "must be \"done\" or \"blocked\", not " + status.dump());
+  report.status
+    = status == "done" ? report_status::done : report_status::blocked;
   report.source = report_source::json;
   if (auto it = j.find("summary"); it != j.end() && !it->is_null()) {
     if (!it->is_string())
@@ -133,7 +132,7 @@ std::string to_report(const json& j, const fenced_block& block,
         return bad(std::string{"usage."} + key,
                    "must be a non-negative integer, not " + k->dump());
       (std::string_view{key} == "input_tokens" ? u.input_tokens
-                                                : u.output_tokens)
+                                               : u.output_tokens)
         = k->get<uint64_t>();
     }
     if (auto k = it->find("cost_usd"); k != it->end() && !k->is_null()) {
@@ -202,12 +201,9 @@ const char* to_string(report_source x) {
 
 const char* to_string(worker_backend x) {
   switch (x) {
-    case worker_backend::shell:
-      return "shell";
-    case worker_backend::agent:
-      return "agent";
-    default:
-      return "scripted";
+    case worker_backend::shell: return "shell";
+    case worker_backend::agent: return "agent";
+    default: return "scripted";
   }
 }
 
@@ -223,12 +219,9 @@ std::optional<worker_backend> parse_worker_backend(std::string_view name) {
 
 const char* to_string(verdict_kind x) {
   switch (x) {
-    case verdict_kind::done:
-      return "done";
-    case verdict_kind::blocked:
-      return "blocked";
-    default:
-      return "failed";
+    case verdict_kind::done: return "done";
+    case verdict_kind::blocked: return "blocked";
+    default: return "failed";
   }
 }
 
@@ -274,8 +267,8 @@ verdict judge_worker(worker_backend backend, const proc::run_result& result,
     return fail("cancelled");
   if (!reading.error.empty())
     return fail(reading.error);
-  auto status = proc::to_string(proc::exit_status{result.exit_code,
-                                                  result.signal});
+  auto status
+    = proc::to_string(proc::exit_status{result.exit_code, result.signal});
   if (reading.report && reading.report->status == report_status::blocked) {
     v.kind = verdict_kind::blocked;
     v.reason = one_line(reading.report->summary);

@@ -8,7 +8,10 @@ namespace {
 
 /// Brace expansion and `**/` segments may multiply a pattern; past this
 /// the pattern is refused rather than compiled into a huge automaton.
-constexpr size_t max_alternatives = 256;
+constexpr size_t max_alternatives = 64;
+
+/// Longer patterns are refused: intersection costs the product of lengths.
+constexpr size_t max_pattern = 1024;
 
 bool is_meta(char c) {
   return c == '*' || c == '?' || c == '[' || c == '{';
@@ -83,6 +86,8 @@ bool is_glob(std::string_view pattern) {
 }
 
 glob::glob(std::string_view pattern) : pattern_(pattern) {
+  if (pattern.size() > max_pattern)
+    throw std::invalid_argument("longer than 1024 characters");
   literal_ = !is_glob(pattern);
   if (literal_) {
     base_ = pattern_;

@@ -26,7 +26,8 @@ bool is_glob(std::string_view pattern);
 class glob {
 public:
   /// Compiles a normalised entry. Throws std::invalid_argument on bad
-  /// syntax (an unclosed `[` or `{`, too many alternatives).
+  /// syntax (an unclosed `[` or `{`, more than 64 alternatives, more than
+  /// 1024 characters).
   explicit glob(std::string_view pattern);
 
   /// The entry as written.

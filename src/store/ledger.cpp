@@ -1,5 +1,6 @@
 #include "src/store/ledger.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -394,16 +395,17 @@ CREATE TABLE IF NOT EXISTS attempts (
   FOREIGN KEY (run_id, task_id) REFERENCES tasks (run_id, task_id)
 ) WITHOUT ROWID;
 
--- The append-only history; seq orders everything that ever happened.
+-- The append-only history; seq orders everything that ever happened. No
+-- AUTOINCREMENT: rows are never deleted (see the triggers), so rowids are
+-- never reused, and a commit writes one page less.
 CREATE TABLE IF NOT EXISTS events (
-  seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+  seq     INTEGER PRIMARY KEY,
   run_id  TEXT NOT NULL REFERENCES runs (id),
   task_id TEXT,
   at_ms   INTEGER NOT NULL,
   kind    TEXT NOT NULL,
   data    TEXT NOT NULL
 );
-CREATE INDEX IF NOT EXISTS events_by_run ON events (run_id, seq);
 CREATE INDEX IF NOT EXISTS events_by_task ON events (run_id, task_id, seq);
 CREATE TRIGGER IF NOT EXISTS events_no_update BEFORE UPDATE ON events
 BEGIN SELECT RAISE(ABORT, 'the event log is append-only'); END;
@@ -644,6 +646,11 @@ namespace {
 
 using cache = detail::statement_cache;
 
+void run_cached(cache& c, const std::string& sql) {
+  auto st = c.use(sql);
+  st.run();
+}
+
 event_row insert_event(cache& c, const std::string& run_id,
                        const std::optional<std::string>& task_id,
                        const std::string& kind, const std::string& data,
@@ -658,12 +665,6 @@ event_row insert_event(cache& c, const std::string& run_id,
   st.run();
   return event_row{
     sqlite3_last_insert_rowid(c.db), run_id, task_id, now_ms, kind, data};
-}
-
-void touch_run(cache& c, const std::string& run_id, int64_t now_ms) {
-  auto st = c.use("UPDATE runs SET updated_ms = ?2 WHERE id = ?1");
-  st.bind(1, run_id).bind(2, now_ms);
-  st.run();
 }
 
 std::optional<run_row> load_run(cache& c, const std::string& run_id) {
@@ -756,13 +757,27 @@ void write_fields(cache& c, const std::string& run_id,
   }
   if (f.gate_tail)
     sets.emplace_back("gate_tail", keep_tail(*f.gate_tail));
-  if (sets.empty())
+  if (f.clear_branch_and_worktree) {
+    sets.erase(std::remove_if(sets.begin(), sets.end(),
+                              [](auto& x) {
+                                return x.first == "branch"
+                                       || x.first == "worktree";
+                              }),
+               sets.end());
+    data.erase("branch");
+    data.erase("worktree");
+    data["cleared"] = json::array({"branch", "worktree"});
+  }
+  if (sets.empty() && !f.clear_branch_and_worktree)
     return;
   for (size_t i = 0; i < sets.size(); ++i) {
     if (i > 0)
       sql += ", ";
     sql += sets[i].first + " = ?" + std::to_string(i + 3);
   }
+  if (f.clear_branch_and_worktree)
+    sql += std::string{sets.empty() ? "" : ", "}
+           + "branch = NULL, worktree = NULL";
   sql += " WHERE run_id = ?1 AND task_id = ?2";
   auto st = c.use(sql);
   st.bind(1, run_id).bind(2, task_id);
@@ -864,7 +879,6 @@ transition_result apply_transition(cache& c, const std::string& run_id,
     data["exit_code"] = *change.exit_code;
   result.event
     = insert_event(c, run_id, task_id, "task.state", dump(data), now_ms);
-  touch_run(c, run_id, now_ms);
   return result;
 }
 
@@ -1037,6 +1051,33 @@ transition_result ledger::transition(const std::string& run_id,
   return result;
 }
 
+std::vector<batch_outcome>
+ledger::transition_batch(const std::vector<task_change_request>& changes,
+                         int64_t now_ms) {
+  auto& c = *cache_;
+  std::vector<batch_outcome> result;
+  result.reserve(changes.size());
+  transaction txn{db_, true};
+  for (auto& req : changes) {
+    // A savepoint per change: a refused one is rolled back alone.
+    run_cached(c, "SAVEPOINT batch_item");
+    try {
+      auto data = parse_object(req.change.data_json, "the event data");
+      result.emplace_back(
+        apply_transition(c, req.run_id, req.task_id, req.change, data, now_ms));
+      run_cached(c, "RELEASE batch_item");
+    } catch (const ledger_error& e) {
+      if (e.code() == ledger_errc::sqlite)
+        throw; // the transaction itself is in doubt: all or nothing
+      run_cached(c, "ROLLBACK TO batch_item");
+      run_cached(c, "RELEASE batch_item");
+      result.emplace_back(e);
+    }
+  }
+  txn.commit();
+  return result;
+}
+
 event_row ledger::update_task(const std::string& run_id,
                               const std::string& task_id,
                               const task_fields& fields, int64_t now_ms,
@@ -1056,10 +1097,10 @@ event_row ledger::update_task(const std::string& run_id,
   }
   auto kind = fields.merge_commit && !fields.branch && !fields.worktree
                   && !fields.conflict_paths && !fields.gate_tail
+                  && !fields.clear_branch_and_worktree
                 ? "task.merge_commit"
                 : "task.update";
   auto ev = insert_event(c, run_id, task_id, kind, dump(data), now_ms);
-  touch_run(c, run_id, now_ms);
   txn.commit();
   return ev;
 }

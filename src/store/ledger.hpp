@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "src/run/task_state.hpp"
@@ -139,6 +140,8 @@ struct run_row {
   /// Why the run is paused, completed or aborted; null while running.
   std::optional<std::string> reason;
   int64_t created_ms = 0;
+  /// When the run row itself last changed (state, reason); task activity
+  /// is in the event log.
   int64_t updated_ms = 0;
   uint64_t max_concurrency = 0;
   /// The effective configuration, as a JSON object.
@@ -246,6 +249,9 @@ struct task_fields {
   std::optional<std::vector<std::string>> conflict_paths;
   /// Kept to its last 64 KiB.
   std::optional<std::string> gate_tail;
+  /// Sets branch and worktree to null (`discard` removed them); wins over
+  /// `branch` and `worktree` above.
+  bool clear_branch_and_worktree = false;
 };
 
 /// A task transition and what goes with it, written in one transaction.
@@ -258,11 +264,14 @@ struct task_change {
   std::optional<task_state> expect;
   /// Columns set together with the move.
   task_fields fields;
-  /// Added to the open attempt's usage.
+  /// Added to the usage of the task's latest attempt (the open one, or the
+  /// one this change closes).
   std::optional<store::usage> usage;
   /// Stored on the attempt this change closes.
   std::optional<int> exit_code;
-  /// A JSON object merged into the event's data.
+  /// A JSON object merged into the event's data; the ledger's own keys
+  /// (`from`, `to`, `event`, `attempt`, `reason`, `exit_code` and the
+  /// fields set) win over the caller's.
   std::string data_json = "{}";
 };
 
@@ -270,8 +279,8 @@ struct task_change {
 struct transition_result {
   /// The state the task left.
   task_state from = task_state::pending;
-  /// The attempt open after the change, or the one it closed; 0 when the
-  /// task has never had one.
+  /// The task's latest attempt number after the change (the one it opened,
+  /// continues or closed); 0 when the task has never had one.
   int attempt = 0;
   /// True when this change opened `attempt`.
   bool attempt_opened = false;
@@ -280,6 +289,17 @@ struct transition_result {
   /// The `task.state` event written with it.
   event_row event;
 };
+
+/// One change of a `transition_batch`.
+struct task_change_request {
+  std::string run_id;
+  std::string task_id;
+  task_change change;
+};
+
+/// What became of one change of a batch: its result, or why it was refused
+/// (and nothing of it was written).
+using batch_outcome = std::variant<transition_result, ledger_error>;
 
 /// What `mark_interrupted` changed.
 struct recovery {
@@ -393,6 +413,17 @@ class ledger {
   transition_result transition(const std::string& run_id,
                                const std::string& task_id,
                                const task_change& change, int64_t now_ms);
+
+  /// Group commit: applies the changes in order in one transaction, so they
+  /// cost one sync instead of one each. Each change stands alone: a refused
+  /// one (not_found, invalid_transition, bad_json) writes nothing and the
+  /// others still apply; later changes see earlier ones. Throws (and writes
+  /// nothing at all) only when the transaction itself fails. A ledger actor
+  /// can gather the transitions waiting in its mailbox into one batch and
+  /// acknowledge each after the single commit.
+  std::vector<batch_outcome>
+  transition_batch(const std::vector<task_change_request>& changes,
+                   int64_t now_ms);
 
   /// Sets task columns without a state change and writes a `task.update`
   /// event (data: `data_json` plus the fields set). Throws not_found.

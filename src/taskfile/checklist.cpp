@@ -96,6 +96,8 @@ std::vector<raw_task> read_checklist(std::string_view text,
   size_t current_indent = 0;
   bool in_fence = false;
   auto lines = split_lines(text);
+  // A task takes a few lines; reserving avoids moving them all as it grows.
+  tasks.reserve(lines.size() / 4 + 1);
   for (size_t n = 0; n < lines.size(); ++n) {
     auto line = lines[n];
     size_t number = n + 1;

@@ -21,6 +21,9 @@ parse_result parse(std::string_view text, const std::string& file,
                    const parse_options& opts) {
   parse_result result;
   auto& errors = result.errors;
+  // Editors on some systems start a UTF-8 file with a byte-order mark.
+  if (text.substr(0, 3) == "\xEF\xBB\xBF")
+    text.remove_prefix(3);
   std::vector<raw_task> raw;
   if (!opts.parser_command.empty()) {
     auto output = run_parser_command(text, opts, errors);

@@ -236,10 +236,11 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     const auto& r = raw[i];
     task.index = i + 1;
     task.line = r.line;
-    task.title = r.title;
+    task.title = std::move(raw[i].title);
     task.done = r.done;
     task.design = r.design;
-    task.body = dedent(r.body);
+    if (!r.body.empty())
+      task.body = dedent(r.body);
     task.id = r.default_id;
     size_t id_line = r.line;
     if (auto found = r.fields.find("id"); found != r.fields.end()) {

@@ -179,8 +179,7 @@ agent_preset parse_agent_preset(const std::string& text,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw preset_error(origin + ":" + line_col(text, e.byte) + ": "
-                       + e.what());
+    throw preset_error(origin + ":" + line_col(text, e.byte) + ": " + e.what());
   }
   if (!j.is_object())
     throw preset_error(origin + ": a preset must be a JSON object");
@@ -204,8 +203,9 @@ agent_preset parse_agent_preset(const std::string& text,
   }
   auto argv = j.find("argv");
   if (argv == j.end())
-    throw preset_error(origin + ": \"argv\" is required (the program and "
-                                "its arguments)");
+    throw preset_error(origin
+                       + ": \"argv\" is required (the program and "
+                         "its arguments)");
   if (!argv->is_array() || argv->empty())
     throw preset_error(origin + ": \"argv\" must be a non-empty array");
   for (size_t i = 0; i < argv->size(); ++i) {
@@ -226,23 +226,26 @@ agent_preset parse_agent_preset(const std::string& text,
       }
       p.grouped.push_back(true);
     } else {
-      throw preset_error(where + ": must be a string or a non-empty array "
-                                 "of strings (an optional group)");
+      throw preset_error(where
+                         + ": must be a string or a non-empty array "
+                           "of strings (an optional group)");
     }
     p.argv.push_back(std::move(group));
   }
   if (p.grouped[0] || p.argv[0][0].empty()
       || p.argv[0][0].find('{') != std::string::npos)
-    throw preset_error(origin + ": argv[0] must be the program, a plain "
-                                "non-empty string");
+    throw preset_error(origin
+                       + ": argv[0] must be the program, a plain "
+                         "non-empty string");
   if (auto it = j.find("env"); it != j.end()) {
     if (!it->is_object())
       throw preset_error(origin + ": \"env\" must be an object of strings");
     for (auto& [key, value] : it->items()) {
       std::string where = origin + ": env." + key;
       if (key.empty() || key.find('=') != std::string::npos)
-        throw preset_error(where + ": a variable name may not be empty or "
-                                   "contain '='");
+        throw preset_error(where
+                           + ": a variable name may not be empty or "
+                             "contain '='");
       if (!value.is_string())
         throw preset_error(where + ": must be a string");
       check_template(value.get<std::string>(), where, false);
@@ -251,8 +254,9 @@ agent_preset parse_agent_preset(const std::string& text,
   }
   if (auto it = j.find("stdin"); it != j.end()) {
     if (!it->is_string())
-      throw preset_error(origin + ": \"stdin\" must be a string (a file, "
-                                  "e.g. \"{prompt_file}\")");
+      throw preset_error(origin
+                         + ": \"stdin\" must be a string (a file, "
+                           "e.g. \"{prompt_file}\")");
     check_template(it->get<std::string>(), origin + ": stdin", false);
     p.stdin_template = it->get<std::string>();
   }
@@ -273,9 +277,9 @@ agent_preset load_agent_preset(const std::string& name,
     p.name = name;
     return p;
   };
-  bool is_path = name.find('/') != std::string::npos
-                 || (name.size() > 5
-                     && name.compare(name.size() - 5, 5, ".json") == 0);
+  bool is_path
+    = name.find('/') != std::string::npos
+      || (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
   if (is_path) {
     fs::path file = name;
     if (file.is_relative() && !repo.empty())
@@ -342,8 +346,8 @@ agent_command expand_agent_preset(const agent_preset& preset,
     bool empty = false;
     std::vector<std::string> expanded;
     for (auto& t : group)
-      expanded.push_back(expand(t, values, preset.origin + ": " + where,
-                                empty));
+      expanded.push_back(
+        expand(t, values, preset.origin + ": " + where, empty));
     if (empty && preset.grouped[i])
       continue; // an optional group with nothing to say
     for (auto& arg : expanded) {
@@ -353,14 +357,13 @@ agent_command expand_agent_preset(const agent_preset& preset,
   }
   for (auto& [key, t] : preset.env) {
     bool empty = false;
-    cmd.env.emplace_back(key, expand(t, values, preset.origin + ": env."
-                                                  + key,
-                                     empty));
+    cmd.env.emplace_back(
+      key, expand(t, values, preset.origin + ": env." + key, empty));
   }
   if (!preset.stdin_template.empty()) {
     bool empty = false;
-    cmd.stdin_file = expand(preset.stdin_template, values,
-                            preset.origin + ": stdin", empty);
+    cmd.stdin_file
+      = expand(preset.stdin_template, values, preset.origin + ": stdin", empty);
   }
   return cmd;
 }

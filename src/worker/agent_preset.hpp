@@ -30,7 +30,7 @@ namespace taskforce {
 
 /// A refused preset: names the file, the key and the rule.
 class preset_error : public std::runtime_error {
-public:
+ public:
   using std::runtime_error::runtime_error;
 };
 

@@ -48,6 +48,8 @@ std::string tail_of(const std::string& text, size_t limit) {
 
 } // namespace
 
+// The example block is deliberately not valid JSON: an agent that echoes
+// its prompt and stops must not pass the example off as its report.
 std::string worker_contract_text() {
   return "## How to report\n\n"
          "Work only inside the current directory, which is a git worktree of "
@@ -56,11 +58,12 @@ std::string worker_contract_text() {
          "When you are finished, end your final message with exactly one "
          "fenced JSON block, as the last thing you print:\n\n"
          "```json\n"
-         "{\"status\": \"done\", \"summary\": \"one line on what you did\", "
+         "{\"status\": \"done\" or \"blocked\", \"summary\": \"one line\", "
          "\"files\": [\"every path you changed\"]}\n"
          "```\n\n"
-         "If you cannot finish (a decision is needed, a file outside your "
-         "write scope must change, something is missing), stop and report "
+         "Report `\"status\": \"done\"` when the task is complete. If you "
+         "cannot finish (a decision is needed, a file outside your write "
+         "scope must change, something is missing), stop and report "
          "`\"status\": \"blocked\"` with the reason in `\"summary\"`. You may "
          "add `\"usage\": {\"input_tokens\": N, \"output_tokens\": N, "
          "\"cost_usd\": X}`. If you cannot print JSON, end with a line "

@@ -111,14 +111,16 @@ file_map(const json& value, const std::string& where) {
 
 script_step parse_step(const json& j, const std::string& where) {
   static const std::vector<std::string> keys{
-    "write",  "append", "delete", "print",         "stderr",
-    "sleep_ms", "report", "marker", "reason",      "crash",
-    "hang",   "hang_children", "escape_group", "exit"};
+    "write",    "append",        "delete",       "print",  "stderr",
+    "sleep_ms", "report",        "marker",       "reason", "crash",
+    "hang",     "hang_children", "escape_group", "exit"};
   if (!j.is_object())
     throw script_error(where + ": an invocation must be an object");
   refuse_unknown(j, keys, where);
   script_step s;
-  auto at = [&](const char* key) { return where + "." + key; };
+  auto at = [&](const char* key) {
+    return where + "." + key;
+  };
   if (j.contains("write"))
     s.write = file_map(j["write"], at("write"));
   if (j.contains("append"))
@@ -139,9 +141,10 @@ script_step parse_step(const json& j, const std::string& where) {
     s.sleep_ms = checked_count(j["sleep_ms"], max_sleep_ms, at("sleep_ms"));
   if (j.contains("report")) {
     if (!j["report"].is_object())
-      throw script_error(at("report") + ": must be an object (printed as a "
-                                        "fenced json block; use \"print\" "
-                                        "for raw text)");
+      throw script_error(at("report")
+                         + ": must be an object (printed as a "
+                           "fenced json block; use \"print\" "
+                           "for raw text)");
     s.report_json = j["report"].dump();
   }
   if (j.contains("marker")) {
@@ -182,8 +185,7 @@ std::vector<script_step> parse_steps(const json& j, const std::string& where) {
   return steps;
 }
 
-void write_file(const std::string& path, const std::string& text,
-                bool append) {
+void write_file(const std::string& path, const std::string& text, bool append) {
   fs::path p = path;
   if (p.has_parent_path())
     fs::create_directories(p.parent_path());
@@ -227,21 +229,23 @@ worker_script parse_worker_script(const std::string& text,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw script_error(origin + ":" + line_col(text, e.byte) + ": "
-                       + e.what());
+    throw script_error(origin + ":" + line_col(text, e.byte) + ": " + e.what());
   }
   if (!j.is_object())
-    throw script_error(origin + ": a script must be a JSON object with "
-                                "\"tasks\"");
+    throw script_error(origin
+                       + ": a script must be a JSON object with "
+                         "\"tasks\"");
   refuse_unknown(j, {"tasks", "default"}, origin);
   if (!j.contains("tasks") && !j.contains("default"))
-    throw script_error(origin + ": \"tasks\" is required (task id -> list "
-                                "of invocations)");
+    throw script_error(origin
+                       + ": \"tasks\" is required (task id -> list "
+                         "of invocations)");
   worker_script script;
   if (j.contains("tasks")) {
     if (!j["tasks"].is_object())
-      throw script_error(origin + ": tasks: must be an object of task id "
-                                  "-> list of invocations");
+      throw script_error(origin
+                         + ": tasks: must be an object of task id "
+                           "-> list of invocations");
     for (auto& [id, steps] : j["tasks"].items())
       script.tasks[id] = parse_steps(steps, origin + ": tasks." + id);
   }
@@ -263,14 +267,16 @@ std::vector<std::string> scripted_worker_argv(const std::string& binary,
                                               const std::string& script,
                                               const std::string& task,
                                               uint64_t invocation) {
-  return {binary,   "scripted-worker", "--script",     script,
-          "--task", task,              "--invocation", std::to_string(invocation)};
+  return {binary,         "scripted-worker",
+          "--script",     script,
+          "--task",       task,
+          "--invocation", std::to_string(invocation)};
 }
 
 std::string current_executable() {
   std::error_code ec;
   auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string{} : p.string();
+  return ec ? std::string{"taskforce"} : p.string();
 }
 
 int perform_script_step(const script_step& step, const std::string& self) {
@@ -324,8 +330,11 @@ int perform_script_step(const script_step& step, const std::string& self) {
     ::setrlimit(RLIMIT_CORE, &none);
     std::abort();
   }
-  if (step.hang)
+  if (step.hang) {
+    ::signal(SIGTERM, SIG_IGN);
+    std::cerr << "scripted worker: hanging, SIGTERM ignored" << std::endl;
     hang_forever(false);
+  }
   return step.exit_code;
 }
 

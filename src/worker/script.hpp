@@ -6,7 +6,8 @@
 //   {
 //     "tasks": {
 //       "t1": [
-//         {"write": {"src/a.txt": "first try\n"}, "report": {"status": "done"}},
+//         {"write": {"src/a.txt": "first try\n"}, "report": {"status":
+//         "done"}},
 //         {"write": {"src/a.txt": "fixed\n"}, "marker": "done"}
 //       ],
 //       "t2": [{"sleep_ms": 100, "hang": true, "hang_children": 1}]
@@ -44,7 +45,7 @@ namespace taskforce {
 
 /// A refused script: names the file, the key path and the rule.
 class script_error : public std::runtime_error {
-public:
+ public:
   using std::runtime_error::runtime_error;
 };
 
@@ -106,7 +107,8 @@ std::vector<std::string> scripted_worker_argv(const std::string& binary,
                                               const std::string& task,
                                               uint64_t invocation);
 
-/// The path of the running executable (/proc/self/exe).
+/// The path of the running executable (/proc/self/exe); "taskforce" when
+/// it cannot be read.
 std::string current_executable();
 
 /// Performs `step` in the current directory, as the scripted-worker

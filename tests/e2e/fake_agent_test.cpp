@@ -19,8 +19,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const std::string fake_agent = std::string{TASKFORCE_SOURCE_DIR}
-                               + "/tests/data/fake-agent.sh";
+const std::string fake_agent
+  = std::string{TASKFORCE_SOURCE_DIR} + "/tests/data/fake-agent.sh";
 
 struct fixture {
   test::temp_dir repo;
@@ -103,8 +103,7 @@ CAF_TEST(the agent gets the prompt model and worktree and its report is read) {
   CAF_CHECK_EQUAL(v.reason, "wrote 2 files");
   CAF_REQUIRE(v.report && v.report->usage);
   CAF_CHECK_EQUAL(v.report->files,
-                  (std::vector<std::string>{"src/cache.txt",
-                                            "docs/cache.md"}));
+                  (std::vector<std::string>{"src/cache.txt", "docs/cache.md"}));
   CAF_CHECK_EQUAL(v.report->usage->input_tokens, 100u);
   CAF_CHECK_EQUAL(file("src/cache.txt"),
                   "written by fake-agent (model test/model-1)\n");

@@ -41,8 +41,8 @@ CAF_TEST(the built in presets are the files shipped in config agents) {
   CAF_CHECK_EQUAL(names, (strings{"aider", "claude", "codex", "opencode"}));
   for (auto& name : names) {
     CAF_MESSAGE("preset " << name);
-    auto file = std::string{TASKFORCE_SOURCE_DIR} + "/config/agents/" + name
-                + ".json";
+    auto file
+      = std::string{TASKFORCE_SOURCE_DIR} + "/config/agents/" + name + ".json";
     CAF_CHECK_EQUAL(builtin_agent_preset_text(name), test::read_file(file));
     auto p = load_agent_preset(name, "");
     CAF_CHECK(!p.description.empty());
@@ -63,19 +63,18 @@ CAF_TEST(presets expand into the argv each agent expects) {
                   (strings{"opencode", "run", "--model",
                            "anthropic/claude-sonnet-4-5", "do the task"}));
   auto codex = expand_agent_preset(load_agent_preset("codex", ""), v);
-  CAF_CHECK_EQUAL(codex.argv,
-                  (strings{"codex", "exec", "--model",
-                           "anthropic/claude-sonnet-4-5", "--sandbox",
-                           "workspace-write", "--cd",
-                           "/repo/.taskforce/worktrees/r1/t1",
-                           "do the task"}));
+  CAF_CHECK_EQUAL(
+    codex.argv,
+    (strings{"codex", "exec", "--model", "anthropic/claude-sonnet-4-5",
+             "--sandbox", "workspace-write", "--cd",
+             "/repo/.taskforce/worktrees/r1/t1", "do the task"}));
   auto aider = expand_agent_preset(load_agent_preset("aider", ""), v);
-  CAF_CHECK_EQUAL(aider.argv,
-                  (strings{"aider", "--message-file", "/logs/prompt.md",
-                           "--model", "anthropic/claude-sonnet-4-5",
-                           "--yes-always", "--no-auto-commits", "--no-stream",
-                           "--no-pretty", "--no-check-update",
-                           "src/cache.cpp", "docs/cache.md"}));
+  CAF_CHECK_EQUAL(
+    aider.argv,
+    (strings{"aider", "--message-file", "/logs/prompt.md", "--model",
+             "anthropic/claude-sonnet-4-5", "--yes-always", "--no-auto-commits",
+             "--no-stream", "--no-pretty", "--no-check-update", "src/cache.cpp",
+             "docs/cache.md"}));
 }
 
 CAF_TEST(an optional group disappears when its placeholder is empty) {
@@ -159,7 +158,7 @@ CAF_TEST(bad presets are refused naming the file the key and the rule) {
      "p.json: env.A=B: a variable name may not be empty or contain '='"},
     {"{\"argv\": [\"a\"], \"env\": []}", "p.json: \"env\" must be an object"},
     {"{\"argv\": [\"a\"], \"stdin\": true}", "p.json: \"stdin\" must be a "
-                                              "string"},
+                                             "string"},
     {"{\"argv\": [\"a\"], \"stdin\": \"{file}\"}",
      "p.json: stdin: unknown placeholder {file} (did you mean {files}?)"},
   };
@@ -179,8 +178,7 @@ CAF_TEST(presets are found by name in the repository or by path) {
   CAF_CHECK_EQUAL(local.argv[0][0], "my-claude");
   CAF_CHECK_EQUAL(local.origin,
                   (repo.path() / ".taskforce/agents/claude.json").string());
-  auto by_path = load_agent_preset("agents/custom.json",
-                                   repo.path().string());
+  auto by_path = load_agent_preset("agents/custom.json", repo.path().string());
   CAF_CHECK_EQUAL(by_path.argv[0][0], "custom");
   auto builtin = load_agent_preset("codex", repo.path().string());
   CAF_CHECK_EQUAL(builtin.argv[0][0], "codex");

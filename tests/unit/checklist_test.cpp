@@ -307,6 +307,14 @@ CAF_TEST(a bad hold regex is an error) {
   CAF_CHECK(has_error(read("- [ ] A\n", o), 0, "run.holdPattern"));
 }
 
+CAF_TEST(a byte order mark and windows line endings are tolerated) {
+  auto r = read("\xEF\xBB\xBF- [ ] A\r\n  files: a.txt\r\n- [x] B\r\n");
+  CAF_REQUIRE(r.ok());
+  CAF_REQUIRE_EQUAL(r.tasks.size(), 2u);
+  CAF_CHECK_EQUAL(r.tasks[0].files, (std::vector<std::string>{"a.txt"}));
+  CAF_CHECK(r.tasks[1].done);
+}
+
 CAF_TEST(markdown links and plain list items are not checkboxes) {
   auto r = read("- [link](http://x) is prose\n"
                 "- plain item\n"

@@ -36,10 +36,13 @@ inline command_result run_git(const std::filesystem::path& dir,
   for (auto& a : argv_s)
     argv.push_back(a.data());
   argv.push_back(nullptr);
-  std::vector<std::string> env_s{
-    "GIT_AUTHOR_NAME=Test", "GIT_AUTHOR_EMAIL=test@example.com",
-    "GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com",
-    "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "LC_ALL=C"};
+  std::vector<std::string> env_s{"GIT_AUTHOR_NAME=Test",
+                                 "GIT_AUTHOR_EMAIL=test@example.com",
+                                 "GIT_COMMITTER_NAME=Test",
+                                 "GIT_COMMITTER_EMAIL=test@example.com",
+                                 "GIT_CONFIG_NOSYSTEM=1",
+                                 "GIT_CONFIG_GLOBAL=/dev/null",
+                                 "LC_ALL=C"};
   for (char** e = environ; *e != nullptr; ++e) {
     std::string x = *e;
     if (x.rfind("GIT_", 0) != 0 && x.rfind("LC_ALL=", 0) != 0)
@@ -58,8 +61,8 @@ inline command_result run_git(const std::filesystem::path& dir,
   posix_spawn_file_actions_adddup2(&actions, fds[1], 2);
   posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
   pid_t pid;
-  int rc = posix_spawnp(&pid, "git", &actions, nullptr, argv.data(),
-                        envp.data());
+  int rc
+    = posix_spawnp(&pid, "git", &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   ::close(fds[1]);
   if (rc != 0) {
@@ -154,9 +157,9 @@ struct git_fixture {
 
   /// Creates task `task`'s worktree at main's tip, writes `files` there and
   /// commits; returns the branch name.
-  std::string task_commit(
-    const std::string& task,
-    const std::vector<std::pair<std::string, std::string>>& files) {
+  std::string
+  task_commit(const std::string& task,
+              const std::vector<std::pair<std::string, std::string>>& files) {
     auto branch = "taskforce/r1/" + task;
     auto base = *git::branch_tip(repo, "main");
     auto info = git::create_worktree(repo, wt_path(task), branch, base);

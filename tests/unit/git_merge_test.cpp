@@ -20,7 +20,8 @@ std::string parent(const fs::path& root, const std::string& rev) {
 
 CAF_TEST_FIXTURE_SCOPE(git_merge_tests, git_fixture)
 
-CAF_TEST(a diamond merged in order gives merge commits on the first parent line) {
+CAF_TEST(
+  a diamond merged in order gives merge commits on the first parent line) {
   auto first = tip_of(repo, "main");
   // t1 and t2 start from the same tip; t3 depends on both.
   auto b1 = task_commit("t1", {{"src/one.txt", "one\n"}});
@@ -47,7 +48,7 @@ CAF_TEST(a diamond merged in order gives merge commits on the first parent line)
   CAF_CHECK_EQUAL(parent(root, m3.commit + "^2"), tip3);
   auto line = lines_of(git_ok(root, {"log", "--first-parent", "--format=%s"}));
   CAF_CHECK_EQUAL(line, (std::vector<std::string>{"Merge t3", "Merge t2",
-                                                   "Merge t1", "first"}));
+                                                  "Merge t1", "first"}));
   // The main checkout follows the base and is clean.
   CAF_CHECK_EQUAL(read_file(root / "src/one.txt"), "one\n");
   CAF_CHECK_EQUAL(read_file(root / "src/three.txt"), "three\n");
@@ -75,8 +76,8 @@ CAF_TEST(a branch that could fast forward still gets a merge commit) {
 
 CAF_TEST(a conflict names its paths and leaves the main checkout untouched) {
   auto b1 = task_commit("t1", {{"src/a.txt", "a1\nFIRST\na3\n"}});
-  auto b2 = task_commit("t2", {{"src/a.txt", "a1\nSECOND\na3\n"},
-                               {"src/other.txt", "x\n"}});
+  auto b2 = task_commit(
+    "t2", {{"src/a.txt", "a1\nSECOND\na3\n"}, {"src/other.txt", "x\n"}});
   CAF_REQUIRE_EQUAL(git::merge_into_base(repo, b1, "main", "m1", who).status,
                     outcome::merged);
   auto before = tip_of(repo, "main");
@@ -119,7 +120,8 @@ CAF_TEST(a merge never overwrites uncommitted edits in the main checkout) {
   CAF_CHECK(fsck_clean());
 }
 
-CAF_TEST(a merge into a base that is not checked out leaves the checkout alone) {
+CAF_TEST(
+  a merge into a base that is not checked out leaves the checkout alone) {
   git_ok(root, {"branch", "integration"});
   auto b = task_commit("t1", {{"src/a.txt", "task\n"}});
   auto m = git::merge_into_base(repo, b, "integration", "m", who);
@@ -127,6 +129,24 @@ CAF_TEST(a merge into a base that is not checked out leaves the checkout alone) 
   CAF_CHECK_EQUAL(tip_of(repo, "integration"), m.commit);
   CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\na2\na3\n");
   CAF_CHECK_EQUAL(porcelain(), "");
+}
+
+CAF_TEST(a base checked out in a linked worktree is refused untouched) {
+  git_ok(root, {"branch", "release"});
+  git_ok(root, {"worktree", "add", "-q", (dir.path() / "release").string(),
+                "release"});
+  auto b = task_commit("t1", {{"src/a.txt", "task\n"}});
+  auto before = tip_of(repo, "release");
+  bool refused = false;
+  try {
+    git::merge_into_base(repo, b, "release", "m", who);
+  } catch (const git::error& e) {
+    refused = true;
+    CAF_CHECK(std::string{e.what()}.find("linked worktree")
+              != std::string::npos);
+  }
+  CAF_CHECK(refused);
+  CAF_CHECK_EQUAL(tip_of(repo, "release"), before);
 }
 
 CAF_TEST(merged_commit finds a merge the user did by hand) {
@@ -208,6 +228,36 @@ CAF_TEST(stale lock files from a killed git are cleared) {
   CAF_CHECK_EQUAL(m.status, outcome::merged);
   CAF_CHECK_EQUAL(porcelain(), "");
   CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(assist mode applies a task to the checkout uncommitted) {
+  auto base = tip_of(repo, "main");
+  auto b = task_commit(
+    "t1", {{"src/a.txt", "a1\nassisted\na3\n"}, {"src/added.txt", "added\n"}});
+  git_ok(wt_path("t1"), {"rm", "-q", "src/b.txt"});
+  git_ok(wt_path("t1"), {"commit", "-q", "-m", "drop b"});
+  write(root, "README.md", "user edit elsewhere\n");
+  auto paths = git::apply_to_checkout(repo, base, tip_of(repo, b));
+  CAF_CHECK_EQUAL(paths, (std::vector<std::string>{"src/a.txt", "src/added.txt",
+                                                   "src/b.txt"}));
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), base);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\nassisted\na3\n");
+  CAF_CHECK_EQUAL(
+    porcelain(),
+    " M README.md\n M src/a.txt\n D src/b.txt\n?? src/added.txt\n");
+  // A second task whose change no longer applies changes nothing.
+  auto b2 = task_commit(
+    "t2", {{"src/a.txt", "a1\nother\na3\n"}, {"src/c.txt", "c\n"}});
+  bool refused = false;
+  try {
+    git::apply_to_checkout(repo, base, tip_of(repo, b2));
+  } catch (const git::error& e) {
+    refused = true;
+    CAF_MESSAGE("refused: " << e.what());
+  }
+  CAF_CHECK(refused);
+  CAF_CHECK(!fs::exists(root / "src/c.txt"));
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\nassisted\na3\n");
 }
 
 CAF_TEST(diff_text shows the work of a task as a patch) {

@@ -48,9 +48,9 @@ CAF_TEST(dirty_tracked_paths names edited staged and deleted files only) {
   fs::remove(root / "src/b.txt");
   write(root, "untracked.txt", "not ours to judge\n");
   write(root, ".taskforce/ledger.sqlite", "excluded\n");
-  CAF_CHECK_EQUAL(git::dirty_tracked_paths(repo),
-                  (std::vector<std::string>{"src/a.txt", "src/b.txt",
-                                            "staged.txt"}));
+  CAF_CHECK_EQUAL(
+    git::dirty_tracked_paths(repo),
+    (std::vector<std::string>{"src/a.txt", "src/b.txt", "staged.txt"}));
 }
 
 CAF_TEST(the exclude line is added once) {

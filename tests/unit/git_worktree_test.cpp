@@ -17,8 +17,8 @@ CAF_TEST_FIXTURE_SCOPE(git_worktree_tests, git_fixture)
 
 CAF_TEST(a worktree is a linked checkout on its own branch at the base) {
   auto base = tip_of(repo, "main");
-  auto info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
-                                   base);
+  auto info
+    = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1", base);
   CAF_CHECK_EQUAL(info.name.find('/'), std::string::npos);
   CAF_CHECK_EQUAL(info.branch, "taskforce/r1/t1");
   CAF_CHECK_EQUAL(info.head, base);
@@ -70,19 +70,18 @@ CAF_TEST(changed_paths lists every kind of change) {
   write(p, ".gitignore", "*.log\n");
   git_ok(p, {"add", ".gitignore"});
   git_ok(p, {"commit", "-q", "-m", "ignore logs"});
-  write(p, "src/a.txt", "modified\n");              // modified
-  fs::remove(p / "README.md");                       // deleted
+  write(p, "src/a.txt", "modified\n");                 // modified
+  fs::remove(p / "README.md");                         // deleted
   git_ok(p, {"mv", "src/b.txt", "src/b_renamed.txt"}); // renamed, staged
-  write(p, "staged.txt", "staged\n");                // added, staged
+  write(p, "staged.txt", "staged\n");                  // added, staged
   git_ok(p, {"add", "staged.txt"});
-  write(p, "new/deep/file.txt", "untracked\n");      // untracked folder
-  write(p, "build.log", "ignored\n");                // ignored
+  write(p, "new/deep/file.txt", "untracked\n"); // untracked folder
+  write(p, "build.log", "ignored\n");           // ignored
   auto wt = git::open(p);
-  CAF_CHECK_EQUAL(git::changed_paths(wt),
-                  (std::vector<std::string>{"README.md", "new/deep/file.txt",
-                                            "src/a.txt", "src/b.txt",
-                                            "src/b_renamed.txt",
-                                            "staged.txt"}));
+  CAF_CHECK_EQUAL(
+    git::changed_paths(wt),
+    (std::vector<std::string>{"README.md", "new/deep/file.txt", "src/a.txt",
+                              "src/b.txt", "src/b_renamed.txt", "staged.txt"}));
   // A rename done only in the folder (no git mv) names both sides too.
   git_ok(p, {"reset", "-q", "--hard"});
   fs::rename(p / "src/a.txt", p / "src/a_moved.txt");
@@ -104,15 +103,30 @@ CAF_TEST(commit_all records additions modifications and deletions) {
   auto tip = git::commit_all(wt, "task t1", who);
   CAF_CHECK_NOT_EQUAL(tip, info.head);
   CAF_CHECK_EQUAL(tip_of(repo, "taskforce/r1/t1"), tip);
-  auto files = lines_of(git_ok(info.path, {"ls-tree", "-r", "--name-only",
-                                           "HEAD"}));
-  CAF_CHECK_EQUAL(files, (std::vector<std::string>{".gitignore", "README.md",
-                                                    "dir/new.txt",
-                                                    "src/a.txt"}));
+  auto files
+    = lines_of(git_ok(info.path, {"ls-tree", "-r", "--name-only", "HEAD"}));
+  CAF_CHECK_EQUAL(files,
+                  (std::vector<std::string>{".gitignore", "README.md",
+                                            "dir/new.txt", "src/a.txt"}));
   CAF_CHECK_EQUAL(git_ok(info.path, {"log", "-1", "--format=%s|%an"}),
                   "task t1|Test\n");
   CAF_CHECK(git::changed_paths(wt).empty());
   CAF_CHECK_EQUAL(git::commit_all(wt, "again", who), tip);
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(commit_paths commits only the given paths) {
+  auto before = tip_of(repo, "main");
+  write(root, "src/a.txt", "in scope\n");
+  write(root, "src/b.txt", "out of scope\n");
+  write(root, "scoped/new.txt", "new\n");
+  fs::remove(root / "README.md");
+  auto tip = git::commit_paths(
+    repo, {"src/a.txt", "scoped/new.txt", "README.md"}, "in place", who);
+  CAF_CHECK_NOT_EQUAL(tip, before);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), tip);
+  CAF_CHECK_EQUAL(porcelain(), " M src/b.txt\n");
+  CAF_CHECK_EQUAL(git::commit_paths(repo, {"src/a.txt"}, "again", who), tip);
   CAF_CHECK(fsck_clean());
 }
 
@@ -162,10 +176,10 @@ CAF_TEST(reuse refuses a worktree holding unmerged or uncommitted work) {
 }
 
 CAF_TEST(reuse resets a merged worktree to the new base on a new branch) {
-  auto b1 = task_commit("t1", {{"src/a.txt", "from t1\n"},
-                               {"t1_only.txt", "t1\n"}});
-  auto b2 = task_commit("t2", {{"src/b.txt", "from t2\n"},
-                               {"t2/deep/new.txt", "t2\n"}});
+  auto b1
+    = task_commit("t1", {{"src/a.txt", "from t1\n"}, {"t1_only.txt", "t1\n"}});
+  auto b2 = task_commit(
+    "t2", {{"src/b.txt", "from t2\n"}, {"t2/deep/new.txt", "t2\n"}});
   git::merge_into_base(repo, b1, "main", "m1", who);
   git_ok(wt_path("t2"), {"rm", "-q", "README.md"});
   git_ok(wt_path("t2"), {"commit", "-q", "-m", "t2 drops readme"});
@@ -226,8 +240,8 @@ CAF_TEST(removing a worktree refuses uncommitted work unless forced) {
 
 CAF_TEST(a worktree folder deleted by hand is pruned and its name reusable) {
   auto base = tip_of(repo, "main");
-  auto info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
-                                   base);
+  auto info
+    = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1", base);
   fs::remove_all(info.path);
   CAF_CHECK_EQUAL(git::prune_worktrees(repo),
                   std::vector<std::string>{info.name});
@@ -237,6 +251,29 @@ CAF_TEST(a worktree folder deleted by hand is pruned and its name reusable) {
   fs::remove_all(info.path);
   info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1", base);
   CAF_CHECK(fs::exists(info.path / "README.md"));
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a branch gets a new worktree while a reused one holds its old name) {
+  auto base = tip_of(repo, "main");
+  auto first
+    = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1", base);
+  auto r = git::reuse_worktree(repo, wt_path("t1"), "taskforce/r1/t2", base);
+  CAF_REQUIRE_EQUAL(r.status, reuse::reused);
+  auto again
+    = git::create_worktree(repo, wt_path("t1-again"), "taskforce/r1/t1", base);
+  CAF_CHECK_NOT_EQUAL(again.name, first.name);
+  CAF_CHECK_EQUAL(git::list_worktrees(repo).size(), 2u);
+  // A branch checked out elsewhere is refused before anything moves.
+  bool refused = false;
+  try {
+    git::create_worktree(repo, wt_path("t2-twice"), "taskforce/r1/t2", base);
+  } catch (const git::error& e) {
+    refused = true;
+    CAF_CHECK(std::string{e.what()}.find("checked out") != std::string::npos);
+  }
+  CAF_CHECK(refused);
+  CAF_CHECK(!fs::exists(wt_path("t2-twice")));
   CAF_CHECK(fsck_clean());
 }
 

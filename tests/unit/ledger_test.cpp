@@ -1,11 +1,20 @@
 #define CAF_SUITE unit.ledger
 #include <caf/test/unit_test.hpp>
 
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <random>
 #include <string>
+#include <thread>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <spawn.h>
 #include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "src/store/ledger.hpp"
 #include "test.hpp"
@@ -13,6 +22,8 @@
 using namespace taskforce;
 using namespace taskforce::store;
 using json = nlohmann::json;
+
+extern char** environ;
 
 namespace {
 
@@ -93,6 +104,119 @@ task_change to(task_state s) {
   return c;
 }
 
+const task_event all_events[] = {
+  task_event::deps_done,   task_event::hold,
+  task_event::release,     task_event::start,
+  task_event::work_done,   task_event::repair,
+  task_event::gate_passed, task_event::merge,
+  task_event::merged,      task_event::keep_for_review,
+  task_event::conflict,    task_event::fail,
+  task_event::block,       task_event::interrupt,
+  task_event::retry,       task_event::skip,
+  task_event::reset,
+};
+
+// One random legal step of a random task (or a refused illegal one, which
+// must change nothing). Returns whether a transition was recorded.
+bool random_step(ledger& db, const std::string& run, int tasks,
+                 std::mt19937& rng, int64_t now, bool rarely_done = false) {
+  auto id = "t" + std::to_string(rng() % tasks + 1);
+  auto t = db.find_task(run, id);
+  // Mostly legal moves, sometimes any event (an illegal one must be refused).
+  auto ev = all_events[rng() % std::size(all_events)];
+  if (rng() % 10 != 0) {
+    std::vector<task_event> legal;
+    for (auto e : all_events)
+      if (transition(t->state, e))
+        legal.push_back(e);
+    if (!legal.empty())
+      ev = legal[rng() % legal.size()];
+  }
+  auto next = transition(t->state, ev);
+  if (!next) {
+    // An illegal move: the ledger must refuse it and change nothing.
+    task_change bad;
+    bad.to = static_cast<task_state>(rng() % 13);
+    if (!allowed(t->state, bad.to) && !fails([&] {
+          db.transition(run, id, bad, now);
+        }))
+      throw std::logic_error("the ledger accepted "
+                             + std::string{to_string(t->state)} + " -> "
+                             + to_string(bad.to));
+    return false;
+  }
+  // Done is final: a long walk that wants to keep moving seldom goes there.
+  if (rarely_done && *next == task_state::done && rng() % 10 != 0)
+    return false;
+  task_change c;
+  c.to = *next;
+  if (c.to == task_state::verifying)
+    c.usage = usage{int64_t(rng() % 100), 1, 0.01};
+  db.transition(run, id, c, now);
+  return true;
+}
+
+// Everything that must hold between tasks, attempts and events of a run,
+// whatever happened before (including a SIGKILL). Returns what is broken.
+std::vector<std::string> broken_invariants(ledger& db, const std::string& run) {
+  std::vector<std::string> broken;
+  auto st = db.status(run);
+  if (!st)
+    return {"no run " + run};
+  for (auto& t : st->tasks) {
+    auto h = db.history(run, t.id);
+    std::optional<std::string> last_to;
+    for (auto& e : h->events)
+      if (e.kind == "task.state")
+        last_to = json::parse(e.data_json)["to"].get<std::string>();
+    if (last_to && *last_to != to_string(t.state))
+      broken.push_back(t.id + " is " + to_string(t.state)
+                       + " but its last event says " + *last_to);
+    int counted = 0;
+    int open = 0;
+    for (auto& a : h->attempts) {
+      if (!a.interrupted)
+        ++counted;
+      if (a.state == attempt_state::running) {
+        ++open;
+        if (a.number != static_cast<int>(h->attempts.size()))
+          broken.push_back(t.id + " has an open attempt that is not its last");
+      }
+      if ((a.state == attempt_state::running) == a.ended_ms.has_value())
+        broken.push_back(t.id + " attempt " + std::to_string(a.number)
+                         + " has an end time that does not fit its state");
+      if (a.interrupted != (a.state == attempt_state::interrupted))
+        broken.push_back(t.id + " attempt " + std::to_string(a.number)
+                         + " has a wrong interrupted flag");
+    }
+    if (counted != t.attempts)
+      broken.push_back(t.id + " counts " + std::to_string(t.attempts)
+                       + " attempts, its rows say " + std::to_string(counted));
+    if (open != (in_attempt(t.state) ? 1 : 0))
+      broken.push_back(t.id + " is " + to_string(t.state) + " with "
+                       + std::to_string(open) + " open attempts");
+  }
+  return broken;
+}
+
+// When the test binary is started with TASKFORCE_TEST_LEDGER_WRITER set, it
+// becomes a ledger writer before main runs: it records random transitions
+// until it is killed. The tests kill it with SIGKILL at a random moment.
+const int ledger_writer_mode = [] {
+  const char* path = std::getenv("TASKFORCE_TEST_LEDGER_WRITER");
+  if (path == nullptr)
+    return 0;
+  try {
+    auto db = ledger::open(path);
+    db.create_run(sample_run("crash", "TASKS.md", 8), 1);
+    std::mt19937 rng{static_cast<unsigned>(::getpid())};
+    for (int64_t now = 2;; ++now)
+      random_step(db, "crash", 8, rng, now, true);
+  } catch (...) {
+    ::_exit(3);
+  }
+}();
+
 struct fixture {
   test::temp_dir dir;
   std::filesystem::path file = dir.path() / ".taskforce" / "ledger.sqlite";
@@ -144,6 +268,18 @@ CAF_TEST(a read only open of a missing ledger says not found) {
     CAF_CHECK_EQUAL(e.code(), ledger_errc::not_found);
   }
   CAF_CHECK(!std::filesystem::exists(dir.path() / "nothing.sqlite"));
+}
+
+CAF_TEST(a read only connection reads a ledger nobody has open) {
+  db.create_run(sample_run("r1"), 1000);
+  db = ledger::open(dir.path() / "other.sqlite");
+  auto reader = ledger::open(file, ledger_options{true});
+  auto st = reader.status("r1");
+  CAF_REQUIRE(st.has_value());
+  CAF_CHECK_EQUAL(st->tasks.size(), 3u);
+  CAF_CHECK(fails([&] {
+    reader.transition("r1", "t1", to(task_state::ready), 1100);
+  }));
 }
 
 CAF_TEST(status json has exactly the command line shape) {
@@ -287,6 +423,47 @@ CAF_TEST(attempts follow the task and repairs do not count) {
   CAF_CHECK(!as[1].ended_ms.has_value());
 }
 
+CAF_TEST(a batch commits its changes together and refuses the bad ones alone) {
+  db.create_run(sample_run("r1"), 1000);
+  auto req = [](const std::string& task, task_state s) {
+    return task_change_request{"r1", task, to(s)};
+  };
+  auto out = db.transition_batch(
+    {req("t1", task_state::ready), req("t1", task_state::running),
+     req("t2", task_state::done), req("t3", task_state::ready)},
+    1100);
+  CAF_REQUIRE_EQUAL(out.size(), 4u);
+  CAF_CHECK(std::holds_alternative<transition_result>(out[0]));
+  CAF_REQUIRE(std::holds_alternative<transition_result>(out[1]));
+  CAF_CHECK(std::get<transition_result>(out[1]).attempt_opened);
+  CAF_REQUIRE(std::holds_alternative<ledger_error>(out[2]));
+  CAF_CHECK_EQUAL(std::get<ledger_error>(out[2]).code(),
+                  ledger_errc::invalid_transition);
+  CAF_CHECK(std::holds_alternative<transition_result>(out[3]));
+  auto st = db.status("r1");
+  CAF_CHECK_EQUAL(st->tasks[0].state, task_state::running);
+  CAF_CHECK_EQUAL(st->tasks[0].attempts, 1);
+  CAF_CHECK_EQUAL(st->tasks[1].state, task_state::pending);
+  CAF_CHECK_EQUAL(st->tasks[2].state, task_state::ready);
+  CAF_CHECK_EQUAL(db.events("r1").size(), 4u);
+  CAF_CHECK_EQUAL(broken_invariants(db, "r1"), std::vector<std::string>{});
+  // A failure of the transaction itself writes nothing of the batch.
+  {
+    raw_db raw{file};
+    raw.exec("CREATE TRIGGER refuse BEFORE INSERT ON events "
+             "WHEN NEW.task_id = 't3' BEGIN "
+             "SELECT RAISE(ABORT, 'disk full'); END");
+  }
+  CAF_CHECK(fails([&] {
+    db.transition_batch(
+      {req("t2", task_state::ready), req("t3", task_state::running)}, 1200);
+  }));
+  st = db.status("r1");
+  CAF_CHECK_EQUAL(st->tasks[1].state, task_state::pending);
+  CAF_CHECK_EQUAL(st->tasks[2].state, task_state::ready);
+  CAF_CHECK_EQUAL(db.events("r1").size(), 4u);
+}
+
 CAF_TEST(the latest unfinished run is found per file) {
   db.create_run(sample_run("r1", "A.md"), 1000);
   db.set_run_state("r1", run_state::completed, std::nullopt, 1100);
@@ -401,6 +578,34 @@ CAF_TEST(history lists attempts events conflicts and the merge commit) {
   CAF_CHECK_EQUAL(db.events("r1", 0, 1).size(), 1u);
 }
 
+CAF_TEST(discard clears the branch and worktree of a task) {
+  db.create_run(sample_run("r1"), 1000);
+  db.transition("r1", "t1", to(task_state::ready), 1100);
+  task_change run = to(task_state::running);
+  run.fields.branch = "taskforce/r1/t1";
+  run.fields.worktree = "/repo/.taskforce/worktrees/r1/t1";
+  db.transition("r1", "t1", run, 1200);
+  db.transition("r1", "t1", to(task_state::interrupted), 1300);
+  task_change discard = to(task_state::pending);
+  discard.reason = "discarded";
+  discard.fields.clear_branch_and_worktree = true;
+  auto r = db.transition("r1", "t1", discard, 1400);
+  auto t = db.find_task("r1", "t1");
+  CAF_CHECK(!t->branch.has_value());
+  CAF_CHECK(!t->worktree.has_value());
+  CAF_CHECK_EQUAL(t->reason, std::optional<std::string>{"discarded"});
+  CAF_CHECK(json::parse(r.event.data_json).contains("cleared"));
+  // update_task can clear them too, without a state change.
+  task_fields f;
+  f.branch = "taskforce/r1/t1";
+  db.update_task("r1", "t1", f, 1500);
+  CAF_CHECK(db.find_task("r1", "t1")->branch.has_value());
+  task_fields clear;
+  clear.clear_branch_and_worktree = true;
+  db.update_task("r1", "t1", clear, 1600);
+  CAF_CHECK(!db.find_task("r1", "t1")->branch.has_value());
+}
+
 CAF_TEST(the event log cannot be rewritten) {
   db.create_run(sample_run("r1"), 1000);
   db.append_event("r1", std::nullopt, "note", R"({"text":"hello"})", 1100);
@@ -437,6 +642,79 @@ CAF_TEST(helpers name runs hash files and place logs) {
   CAF_CHECK_EQUAL(content_hash(""), "fnv1a64:cbf29ce484222325");
   CAF_CHECK_NOT_EQUAL(content_hash("a"), content_hash("b"));
   CAF_CHECK_EQUAL(attempt_log_dir("r", "t2", 3), "logs/r/t2/attempt-3");
+}
+
+CAF_TEST(random walks keep tasks attempts and events in step) {
+  // Durability is not the point here: NORMAL keeps the test fast.
+  db = ledger::open(dir.path() / "walk.sqlite", ledger_options{false, false});
+  std::mt19937 rng{42};
+  int recorded = 0;
+  int64_t now = 1000;
+  // Done is final, so each run ends up done; several runs keep it moving.
+  for (int r = 1; r <= 4; ++r) {
+    auto run = "r" + std::to_string(r);
+    db.create_run(sample_run(run, "TASKS.md", 6), ++now);
+    for (int i = 0; i < 800; ++i) {
+      if (random_step(db, run, 6, rng, ++now))
+        ++recorded;
+      if (i % 200 == 199) {
+        db.mark_interrupted(run, "interrupted", ++now);
+        db.set_run_state(run, run_state::running, std::nullopt, ++now);
+      }
+    }
+    CAF_CHECK_EQUAL(broken_invariants(db, run), std::vector<std::string>{});
+  }
+  CAF_CHECK_GREATER(recorded, 1000);
+}
+
+CAF_TEST(a writer killed at a random moment leaves a consistent ledger) {
+  for (int round = 0; round < 3; ++round) {
+    auto path = dir.path() / ("crash-" + std::to_string(round) + ".sqlite");
+    std::string env_text = "TASKFORCE_TEST_LEDGER_WRITER=" + path.string();
+    char* env[] = {env_text.data(), nullptr};
+    char self[] = "/proc/self/exe";
+    char* argv[] = {self, nullptr};
+    pid_t child = 0;
+    CAF_REQUIRE_EQUAL(
+      posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv, env), 0);
+    // Let it write a while: until at least 50 + 50 * round events exist.
+    size_t want = 50 + 50 * static_cast<size_t>(round);
+    bool enough = false;
+    bool exited = false;
+    int status = 0;
+    for (int i = 0; i < 6000 && !enough && !exited; ++i) {
+      exited = ::waitpid(child, &status, WNOHANG) == child;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      try {
+        auto reader = ledger::open(path, ledger_options{true});
+        enough = reader.events("crash", 0, want).size() >= want;
+      } catch (const ledger_error&) {
+        // Not created yet.
+      }
+    }
+    if (!exited) {
+      ::kill(child, SIGKILL);
+      ::waitpid(child, &status, 0);
+    }
+    CAF_REQUIRE(enough);
+    CAF_CHECK(WIFSIGNALED(status));
+    {
+      // `taskforce status` after the crash, before anyone recovers: a
+      // read-only connection sees the last committed transition.
+      auto reader = ledger::open(path, ledger_options{true});
+      CAF_CHECK_EQUAL(broken_invariants(reader, "crash"),
+                      std::vector<std::string>{});
+    }
+    auto after = ledger::open(path);
+    CAF_CHECK_EQUAL(broken_invariants(after, "crash"),
+                    std::vector<std::string>{});
+    auto rec = after.mark_interrupted("crash", "killed", 1000000);
+    CAF_CHECK(rec.paused);
+    for (auto& t : after.tasks("crash"))
+      CAF_CHECK(!in_attempt(t.state));
+    CAF_CHECK_EQUAL(broken_invariants(after, "crash"),
+                    std::vector<std::string>{});
+  }
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

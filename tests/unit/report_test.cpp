@@ -1,6 +1,7 @@
 #define CAF_SUITE unit.report
 #include <caf/test/unit_test.hpp>
 
+#include <random>
 #include <string>
 #include <vector>
 
@@ -36,13 +37,15 @@ const std::vector<report_case> report_cases = {
   {"marker reason spans the rest of the output",
    "[task:blocked]\n  first line\n  second line  \n", expect::blocked,
    "first line\n  second line", report_source::marker},
-  {"marker inside a line", "result: [task:done] all tests pass",
-   expect::done, "all tests pass", report_source::marker},
+  {"marker inside a line", "result: [task:done] all tests pass", expect::done,
+   "all tests pass", report_source::marker},
   {"full json report",
    "Did it.\n```json\n{\"status\": \"done\", \"summary\": \"added cache\", "
    "\"files\": [\"src/a.cpp\", \"src/a.hpp\"], \"usage\": {\"input_tokens\": "
    "1200, \"output_tokens\": 300, \"cost_usd\": 0.042}}\n```\n",
-   expect::done, "added cache", report_source::json,
+   expect::done,
+   "added cache",
+   report_source::json,
    {"src/a.cpp", "src/a.hpp"}},
   {"json with status only", "```json\n{\"status\":\"blocked\"}\n```",
    expect::blocked, ""},
@@ -72,14 +75,15 @@ const std::vector<report_case> report_cases = {
    "```json\n{\"name\": \"pkg\", \"version\": \"1.0\"}\n```\n[task:done] ok",
    expect::done, "ok", report_source::marker},
   {"a json array is data", "```json\n[1, 2]\n```\n", expect::none, ""},
-  {"an unlabelled block is not a report",
-   "```\n{\"status\":\"done\"}\n```\n", expect::none, ""},
+  {"an unlabelled block is not a report", "```\n{\"status\":\"done\"}\n```\n",
+   expect::none, ""},
   {"a json fence inside another block is content",
    "````markdown\n```json\n{\"status\":\"done\"}\n```\n````\n", expect::none,
    ""},
   {"malformed json", "```json\n{\"status\": \"done\",}\n```\n[task:done]",
-   expect::error, "(output line 1) is not valid JSON: "
-                  "[json.exception.parse_error.101]"},
+   expect::error,
+   "(output line 1) is not valid JSON: "
+   "[json.exception.parse_error.101]"},
   {"bad status value", "text\n```json\n{\"status\": \"ok\"}\n```",
    expect::error,
    "block (output line 2): \"status\" must be \"done\" or \"blocked\", not "
@@ -87,11 +91,11 @@ const std::vector<report_case> report_cases = {
   {"status of the wrong type", "```json\n{\"status\": true}\n```",
    expect::error, "\"status\" must be \"done\" or \"blocked\", not true"},
   {"files not an array",
-   "```json\n{\"status\": \"done\", \"files\": \"a.cpp\"}\n```",
-   expect::error, "\"files\" must be an array of paths"},
+   "```json\n{\"status\": \"done\", \"files\": \"a.cpp\"}\n```", expect::error,
+   "\"files\" must be an array of paths"},
   {"a file that is no string",
-   "```json\n{\"status\": \"done\", \"files\": [\"a\", 3]}\n```",
-   expect::error, "\"files\" must be an array of paths, found 3"},
+   "```json\n{\"status\": \"done\", \"files\": [\"a\", 3]}\n```", expect::error,
+   "\"files\" must be an array of paths, found 3"},
   {"summary not a string",
    "```json\n{\"status\": \"done\", \"summary\": 5}\n```", expect::error,
    "\"summary\" must be a string"},
@@ -101,9 +105,8 @@ const std::vector<report_case> report_cases = {
   {"cost as a string",
    "```json\n{\"status\":\"done\",\"usage\":{\"cost_usd\":\"1\"}}\n```",
    expect::error, "\"usage.cost_usd\" must be a non-negative number"},
-  {"unclosed block at the end",
-   "```json\n{\"status\": \"done\"}\n", expect::error,
-   "block (output line 1) is not closed"},
+  {"unclosed block at the end", "```json\n{\"status\": \"done\"}\n",
+   expect::error, "block (output line 1) is not closed"},
 };
 
 } // namespace
@@ -113,9 +116,7 @@ CAF_TEST(the report parser reads its table of inputs) {
     CAF_MESSAGE("case: " << c.name);
     auto r = read_report(c.output);
     switch (c.outcome) {
-      case expect::none:
-        CAF_CHECK(r.none());
-        break;
+      case expect::none: CAF_CHECK(r.none()); break;
       case expect::error:
         CAF_CHECK(!r.report);
         CAF_CHECK(r.error.find(c.text) != std::string::npos);
@@ -125,9 +126,9 @@ CAF_TEST(the report parser reads its table of inputs) {
       default:
         CAF_REQUIRE(r.report);
         CAF_CHECK(r.error.empty());
-        CAF_CHECK_EQUAL(to_string(r.report->status),
-                        std::string{c.outcome == expect::done ? "done"
-                                                              : "blocked"});
+        CAF_CHECK_EQUAL(
+          to_string(r.report->status),
+          std::string{c.outcome == expect::done ? "done" : "blocked"});
         CAF_CHECK_EQUAL(r.report->summary, c.text);
         CAF_CHECK_EQUAL(to_string(r.report->source),
                         std::string{to_string(c.source)});
@@ -164,22 +165,21 @@ struct judge_case {
 };
 
 const std::vector<judge_case> judge_cases = {
-  {"shell exit 0 is done", worker_backend::shell, 0, 0, false, false,
-   "built\n", verdict_kind::done, ""},
+  {"shell exit 0 is done", worker_backend::shell, 0, 0, false, false, "built\n",
+   verdict_kind::done, ""},
   {"shell exit 1 fails", worker_backend::shell, 1, 0, false, false, "oops",
    verdict_kind::failed, "exit 1"},
   {"shell exit 0 with a blocked marker blocks", worker_backend::shell, 0, 0,
    false, false, "[task:blocked] needs a decision\non the schema",
    verdict_kind::blocked, "needs a decision on the schema"},
-  {"shell blocked json blocks even on a failing exit", worker_backend::shell,
-   2, 0, false, false, "```json\n{\"status\":\"blocked\"}\n```",
+  {"shell blocked json blocks even on a failing exit", worker_backend::shell, 2,
+   0, false, false, "```json\n{\"status\":\"blocked\"}\n```",
    verdict_kind::blocked, "blocked (no reason given)"},
-  {"shell done marker with a failing exit fails", worker_backend::shell, 1,
-   0, false, false, "[task:done]", verdict_kind::failed,
+  {"shell done marker with a failing exit fails", worker_backend::shell, 1, 0,
+   false, false, "[task:done]", verdict_kind::failed,
    "exit 1 after reporting done"},
-  {"shell done summary becomes the reason", worker_backend::shell, 0, 0,
-   false, false, "[task:done]   two\n files  ", verdict_kind::done,
-   "two files"},
+  {"shell done summary becomes the reason", worker_backend::shell, 0, 0, false,
+   false, "[task:done]   two\n files  ", verdict_kind::done, "two files"},
   {"shell malformed report fails", worker_backend::shell, 0, 0, false, false,
    "```json\n{oops}\n```", verdict_kind::failed, "malformed report"},
   {"agent without a report fails", worker_backend::agent, 0, 0, false, false,
@@ -188,17 +188,16 @@ const std::vector<judge_case> judge_cases = {
    "```json\n{\"status\":\"done\",\"summary\":\"cache added\"}\n```",
    verdict_kind::done, "cache added"},
   {"agent blocked marker blocks", worker_backend::agent, 0, 0, false, false,
-   "[task:blocked] which database?", verdict_kind::blocked,
-   "which database?"},
-  {"agent crash without a report", worker_backend::agent, -1, 6, false,
-   false, "partial", verdict_kind::failed, "no report (signal 6 (Aborted))"},
+   "[task:blocked] which database?", verdict_kind::blocked, "which database?"},
+  {"agent crash without a report", worker_backend::agent, -1, 6, false, false,
+   "partial", verdict_kind::failed, "no report (signal 6 (Aborted))"},
   {"scripted done marker with exit 3 fails", worker_backend::scripted, 3, 0,
    false, false, "[task:done]", verdict_kind::failed,
    "exit 3 after reporting done"},
   {"a timeout fails whatever the output", worker_backend::shell, -1, 9, true,
    false, "[task:done]", verdict_kind::failed, "timed out after 1500 ms"},
-  {"a cancel fails", worker_backend::agent, -1, 15, false, true,
-   "[task:done]", verdict_kind::failed, "cancelled"},
+  {"a cancel fails", worker_backend::agent, -1, 15, false, true, "[task:done]",
+   verdict_kind::failed, "cancelled"},
 };
 
 } // namespace
@@ -214,8 +213,7 @@ CAF_TEST(the verdict combines the report and the exit by backend) {
     r.duration = std::chrono::milliseconds(1500);
     auto v = judge_worker(c.backend, r, read_report(c.output));
     CAF_CHECK_EQUAL(to_string(v.kind), std::string{to_string(c.kind)});
-    if (c.kind == verdict_kind::failed
-        && c.reason == "malformed report")
+    if (c.kind == verdict_kind::failed && c.reason == "malformed report")
       CAF_CHECK_EQUAL(v.reason.rfind(c.reason, 0), 0u);
     else
       CAF_CHECK_EQUAL(v.reason, c.reason);
@@ -223,8 +221,49 @@ CAF_TEST(the verdict combines the report and the exit by backend) {
 }
 
 CAF_TEST(backend names parse and print) {
-  for (auto b : {worker_backend::shell, worker_backend::agent,
-                 worker_backend::scripted})
+  for (auto b :
+       {worker_backend::shell, worker_backend::agent, worker_backend::scripted})
     CAF_CHECK(parse_worker_backend(to_string(b)) == b);
   CAF_CHECK(!parse_worker_backend("robot"));
+}
+
+CAF_TEST(mangled outputs never throw and always give one answer) {
+  // Random cuts, splices and byte flips of the table's inputs: the parser
+  // must answer with a report, an error or nothing, and never throw.
+  std::mt19937 rng{42};
+  const std::string alphabet = "`{}[]\":,\n json[task:done][task:blocked]";
+  size_t reports = 0, errors = 0, nothing = 0;
+  for (int i = 0; i < 20000; ++i) {
+    auto text = report_cases[rng() % report_cases.size()].output;
+    auto other = report_cases[rng() % report_cases.size()].output;
+    switch (rng() % 4) {
+      case 0:
+        text = text.substr(0, text.empty() ? 0 : rng() % text.size());
+        break;
+      case 1:
+        text += other.substr(other.empty() ? 0 : rng() % other.size());
+        break;
+      case 2:
+        for (int k = 0; k < 3 && !text.empty(); ++k)
+          text[rng() % text.size()] = alphabet[rng() % alphabet.size()];
+        break;
+      default: text.insert(text.empty() ? 0 : rng() % text.size(), other);
+    }
+    report_reading r;
+    try {
+      r = read_report(text);
+    } catch (const std::exception& e) {
+      CAF_FAIL("read_report threw on " << text << ": " << e.what());
+    }
+    CAF_CHECK(!(r.report && !r.error.empty()));
+    if (r.report)
+      ++reports;
+    else if (!r.error.empty())
+      ++errors;
+    else
+      ++nothing;
+  }
+  CAF_CHECK_GREATER(reports, 0u);
+  CAF_CHECK_GREATER(errors, 0u);
+  CAF_CHECK_GREATER(nothing, 0u);
 }

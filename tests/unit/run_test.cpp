@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <fstream>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -39,6 +40,17 @@ std::vector<pid_t> printed_pids(const std::string& out) {
 
 bool gone(pid_t pid) {
   return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+/// Dead: gone, or a zombie waiting for its parent.
+bool dead(pid_t pid) {
+  if (gone(pid))
+    return true;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(in, line);
+  auto close = line.rfind(')');
+  return close != std::string::npos && line.substr(close + 2, 1) == "Z";
 }
 
 } // namespace
@@ -77,6 +89,17 @@ CAF_TEST(the log gets everything and the tail keeps the end) {
   CAF_CHECK_EQUAL(test::read_file(o.log_file).size(), 16896u);
 }
 
+CAF_TEST(a large output streams to the log without blocking the command) {
+  test::temp_dir dir;
+  auto o = sh("head -c 20000000 /dev/zero; echo end");
+  o.log_file = (dir.path() / "big.log").string();
+  auto r = run(o);
+  CAF_CHECK(r.success());
+  CAF_CHECK_EQUAL(std::filesystem::file_size(o.log_file), 20000004u);
+  CAF_CHECK_EQUAL(r.tail.size(), 64u * 1024u);
+  CAF_CHECK_EQUAL(r.tail.substr(r.tail.size() - 4), "end\n");
+}
+
 CAF_TEST(working directory environment and stdin reach the command) {
   test::temp_dir dir;
   dir.write("input.txt", "from stdin");
@@ -90,16 +113,17 @@ CAF_TEST(working directory environment and stdin reach the command) {
   CAF_CHECK_EQUAL(run(sh("cat")).tail, "");
 }
 
-CAF_TEST(a timeout kills a command that ignores the TERM signal and its children) {
+CAF_TEST(
+  a timeout kills a command that ignores the TERM signal and its children) {
   auto o = sh("trap '' TERM; sleep 60 & echo pid:$!; sleep 60 & echo pid:$!;"
               "echo pid:$$; wait; wait; echo survived");
-  o.timeout = 300ms;
+  o.timeout = 1000ms; // time for sh to start and set its trap
   o.kill_grace = 200ms;
   auto r = run(o);
   CAF_CHECK(r.timed_out);
   CAF_CHECK(!r.cancelled);
   CAF_CHECK_EQUAL(r.signal, SIGKILL);
-  CAF_CHECK_GREATER_OR_EQUAL(r.duration, 500ms);
+  CAF_CHECK_GREATER_OR_EQUAL(r.duration, 1200ms);
   CAF_CHECK_LESS(r.duration, 3000ms);
   auto pids = printed_pids(r.tail);
   CAF_REQUIRE_EQUAL(pids.size(), 3u);
@@ -147,7 +171,9 @@ CAF_TEST(cancel from another thread terminates the group) {
   cancel_handle handle;
   o.cancel = handle;
   pid_t started = -1;
-  o.on_start = [&](pid_t pid) { started = pid; };
+  o.on_start = [&](pid_t pid) {
+    started = pid;
+  };
   std::thread stopper([handle] {
     std::this_thread::sleep_for(200ms);
     handle.cancel();
@@ -212,6 +238,54 @@ CAF_TEST(a missing program or an unwritable log is a clear error) {
                     "'/nonexistent-dir/worker.log': No such file or "
                     "directory");
   }
+}
+
+CAF_TEST(a failing start callback stops the command and passes the error) {
+  auto o = sh("sleep 60");
+  pid_t started = -1;
+  o.on_start = [&](pid_t pid) {
+    started = pid;
+    throw std::runtime_error("ledger unavailable");
+  };
+  try {
+    run(o);
+    CAF_FAIL("run should throw");
+  } catch (const std::runtime_error& e) {
+    CAF_CHECK_EQUAL(std::string{e.what()}, "ledger unavailable");
+  }
+  CAF_REQUIRE(started > 0);
+  CAF_CHECK(gone(started));
+}
+
+CAF_TEST(the label marks every process and finds the leftovers of a crash) {
+  // What a killed taskforce leaves behind: a worker and its child, in a
+  // group of their own, carrying the run's label.
+  spawn_options so;
+  so.argv = {"sh", "-c", "sleep 60 & echo $!; wait"};
+  so.env = {{"TASKFORCE_PROC_TOKEN", "run-7/t1/#123-1"}};
+  so.out = stdio::pipe();
+  auto c = spawn(so);
+  char buf[64] = {};
+  std::string line;
+  while (line.find('\n') == std::string::npos) {
+    auto n = ::read(c.stdout_fd, buf, sizeof buf);
+    CAF_REQUIRE(n > 0);
+    line.append(buf, static_cast<size_t>(n));
+  }
+  ::close(c.stdout_fd);
+  pid_t grandchild = std::stoi(line);
+  // Another run's processes are not touched.
+  CAF_CHECK_EQUAL(kill_leftovers("run-70/"), 0u);
+  CAF_CHECK_EQUAL(kill_leftovers(""), 0u);
+  CAF_CHECK(!dead(c.pid));
+  CAF_CHECK_EQUAL(kill_leftovers("run-7/"), 2u);
+  CAF_CHECK(dead(grandchild));
+  CAF_CHECK_EQUAL(wait_for(c.pid).signal, SIGKILL);
+  // run() hands its label down, with a unique suffix.
+  auto o = sh("echo $TASKFORCE_PROC_TOKEN");
+  o.label = "run-8/t2/";
+  auto r = run(o);
+  CAF_CHECK_EQUAL(r.tail.rfind("run-8/t2/#", 0), 0u);
 }
 
 CAF_TEST(runs on several threads at once keep their own results) {

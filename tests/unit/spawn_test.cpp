@@ -92,7 +92,8 @@ CAF_TEST(stdin can be a pipe or dev null) {
 }
 
 CAF_TEST(ignored signals and a blocked mask are not inherited) {
-  struct sigaction ign {}, old_term {}, old_int {};
+  struct sigaction ign {
+  }, old_term{}, old_int{};
   ign.sa_handler = SIG_IGN;
   ::sigaction(SIGTERM, &ign, &old_term);
   ::sigaction(SIGINT, &ign, &old_int);

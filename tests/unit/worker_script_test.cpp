@@ -32,7 +32,8 @@ CAF_TEST(a script lists invocations per task and the last one repeats) {
       "t2": [{"hang": true, "hang_children": 2, "escape_group": true}]
     },
     "default": [{"crash": true}]
-  })", "s.json");
+  })",
+                               "s.json");
   auto first = s.step_for("t1", 1);
   CAF_REQUIRE(first);
   CAF_CHECK_EQUAL(first->marker, "blocked");
@@ -128,11 +129,9 @@ CAF_TEST(a script file that cannot be read is named) {
   }
 }
 
-CAF_TEST(the worker command line names the script the task and the
-           invocation) {
+CAF_TEST(the worker command line names the script the task and the invocation) {
   CAF_CHECK_EQUAL(scripted_worker_argv("/bin/taskforce", "/r/s.json", "t3", 2),
-                  (std::vector<std::string>{"/bin/taskforce",
-                                            "scripted-worker", "--script",
-                                            "/r/s.json", "--task", "t3",
-                                            "--invocation", "2"}));
+                  (std::vector<std::string>{"/bin/taskforce", "scripted-worker",
+                                            "--script", "/r/s.json", "--task",
+                                            "t3", "--invocation", "2"}));
 }

@@ -1,0 +1,295 @@
+#define CAF_SUITE e2e.plan
+#include <caf/test/unit_test.hpp>
+
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "src/proc/spawn.hpp"
+#include "test.hpp"
+
+using namespace taskforce;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct outcome {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `taskforce args...` in `cwd`; output goes to a separate directory.
+outcome taskforce_cli(const std::vector<std::string>& args,
+                      const fs::path& cwd) {
+  test::temp_dir scratch;
+  proc::spawn_options opts;
+  opts.argv = {TASKFORCE_BINARY};
+  opts.argv.insert(opts.argv.end(), args.begin(), args.end());
+  opts.cwd = cwd.string();
+  opts.in = proc::stdio::null();
+  opts.out = proc::stdio::file((scratch.path() / "out").string());
+  opts.err = proc::stdio::file((scratch.path() / "err").string());
+  opts.env = {{"NO_COLOR", "1"}, {"COLUMNS", "120"}};
+  auto child = proc::spawn(opts);
+  auto status = proc::wait_for(child.pid);
+  return {status.code, test::read_file(scratch.path() / "out"),
+          test::read_file(scratch.path() / "err")};
+}
+
+fs::path example(const char* name) {
+  return fs::path{TASKFORCE_SOURCE_DIR} / "examples" / name;
+}
+
+/// Every path under `dir` with its size and modification time.
+std::map<std::string, std::string> snapshot(const fs::path& dir) {
+  std::map<std::string, std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir)) {
+    auto stamp = e.is_regular_file()
+                   ? std::to_string(e.file_size()) + "@"
+                       + std::to_string(
+                         e.last_write_time().time_since_epoch().count())
+                   : "dir";
+    files[fs::relative(e.path(), dir).string()] = stamp;
+  }
+  return files;
+}
+
+/// A scratch repository (a `.git` folder is enough to be found as one).
+struct repo_fixture {
+  test::temp_dir dir;
+  repo_fixture() {
+    fs::create_directories(dir.path() / ".git");
+  }
+};
+
+} // namespace
+
+CAF_TEST(the seed checklist example plans to the documented JSON) {
+  repo_fixture repo;
+  auto r = taskforce_cli({"plan", example("tasks.example.md").string(),
+                          "--json"},
+                         repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 0);
+  CAF_CHECK_EQUAL(r.err, "");
+  auto expected = json::parse(R"({
+    "tasks": [
+      {"id": "t1", "index": 1, "line": 3, "title": "Add cache to the auth module",
+       "done": false, "deps": [],
+       "files": ["src/auth/cache.ts", "src/auth/cache.test.ts"], "locks": [],
+       "priority": 0, "verify": "npm test -- auth", "run": null, "agent": null,
+       "model": null, "risk": null, "timeout_ms": null, "held": false,
+       "hold_reason": null},
+      {"id": "t2", "index": 2, "line": 6, "title": "Update the docs",
+       "done": false, "deps": [], "files": ["docs/auth.md"], "locks": [],
+       "priority": 0, "verify": null, "run": null, "agent": null,
+       "model": null, "risk": null, "timeout_ms": null, "held": false,
+       "hold_reason": null},
+      {"id": "t3", "index": 3, "line": 9,
+       "title": "Wire the cache into the router", "done": false,
+       "deps": ["t1", "t2"], "files": ["src/router.ts"], "locks": [],
+       "priority": 0, "verify": null, "run": null, "agent": null,
+       "model": null, "risk": null, "timeout_ms": null, "held": false,
+       "hold_reason": null}
+    ],
+    "conflicts": [],
+    "waves": [["t1", "t2"], ["t3"]],
+    "errors": []
+  })");
+  CAF_CHECK_EQUAL(json::parse(r.out), expected);
+}
+
+CAF_TEST(the seed headings example plans with the heading number as id) {
+  repo_fixture repo;
+  auto r = taskforce_cli({"plan", "--format", "headings", "--json",
+                          example("tasks.headings.example.md").string()},
+                         repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 0);
+  auto plan = json::parse(r.out);
+  CAF_REQUIRE_EQUAL(plan["tasks"].size(), 1u);
+  const auto& t = plan["tasks"][0];
+  CAF_CHECK_EQUAL(t["id"], "1");
+  CAF_CHECK_EQUAL(t["line"], 3);
+  CAF_CHECK_EQUAL(t["title"], "Add the cache layer");
+  CAF_CHECK_EQUAL(t["files"], json::parse(R"(["src/auth/cache.ts",
+                                              "src/auth/cache.test.ts"])"));
+  CAF_CHECK_EQUAL(t["risk"], "\xF0\x9F\x9F\xA0");
+  CAF_CHECK(t["verify"].is_null()); // How verified is prose, never a gate
+  CAF_CHECK_EQUAL(plan["waves"], json::parse(R"([["1"]])"));
+}
+
+CAF_TEST(the locks example shows conflicts waves done and held tasks) {
+  repo_fixture repo;
+  auto r = taskforce_cli({"plan", "--json",
+                          example("tasks.locks.example.md").string()},
+                         repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 0);
+  auto plan = json::parse(r.out);
+  CAF_CHECK_EQUAL(plan["conflicts"],
+                  json::parse(R"([["users-table", "orders-table"],
+                                  ["auth", "cache"]])"));
+  CAF_CHECK_EQUAL(plan["waves"],
+                  json::parse(R"([["users-table", "auth", "t5"],
+                                  ["orders-table", "router", "cache"]])"));
+  const auto& tasks = plan["tasks"];
+  CAF_CHECK_EQUAL(tasks[0]["files"], json::parse(R"(["db/migrations/"])"));
+  CAF_CHECK_EQUAL(tasks[0]["locks"], json::parse(R"(["db-migration"])"));
+  CAF_CHECK_EQUAL(tasks[0]["priority"], 2);
+  CAF_CHECK_EQUAL(tasks[2]["timeout_ms"], 600000);
+  CAF_CHECK_EQUAL(tasks[3]["model"], "anthropic/claude-sonnet-4-5");
+  CAF_CHECK_EQUAL(tasks[4]["verify"], nullptr);
+  CAF_CHECK_EQUAL(tasks[5]["done"], true);
+  CAF_CHECK_EQUAL(tasks[6]["held"], true);
+  CAF_CHECK_EQUAL(tasks[6]["hold_reason"], "[NEEDS DECISION");
+  CAF_CHECK_EQUAL(tasks[6]["risk"], "high");
+}
+
+CAF_TEST(the human report shows the table conflicts and waves) {
+  repo_fixture repo;
+  auto r = taskforce_cli({"plan", example("tasks.locks.example.md").string(),
+                          "--max-concurrency", "2"},
+                         repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 0);
+  CAF_CHECK(r.out.rfind("ID ", 0) == 0);
+  CAF_CHECK(r.out.find("GATE") != std::string::npos);
+  CAF_CHECK(r.out.find("users-table: orders-table") != std::string::npos);
+  CAF_CHECK(r.out.find("  1: users-table, auth\n") != std::string::npos);
+  CAF_CHECK(r.out.find("cache: [NEEDS DECISION") != std::string::npos);
+  // Every line fits the width ($COLUMNS here, the terminal's on a tty).
+  size_t start = 0;
+  while (start < r.out.size()) {
+    auto end = r.out.find('\n', start);
+    auto line = r.out.substr(start, end - start);
+    size_t cols = 0;
+    for (unsigned char c : line)
+      cols += (c & 0xC0) != 0x80;
+    CAF_CHECK_LESS_OR_EQUAL(cols, 120u);
+    start = end + 1;
+  }
+}
+
+CAF_TEST(errors are located and exit 2 with empty tasks and nothing written) {
+  repo_fixture repo;
+  repo.dir.write("TASKS.md", "- [ ] A\n"
+                             "  fles: a.txt\n"
+                             "  deps: zz\n"
+                             "- [ ] B\n"
+                             "  timeout: soon\n");
+  auto before = snapshot(repo.dir.path());
+  auto r = taskforce_cli({"plan", "TASKS.md"}, repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 2);
+  CAF_CHECK_EQUAL(r.out, "");
+  CAF_CHECK_EQUAL(r.err,
+                  "TASKS.md:2: unknown key \"fles\"; did you mean \"files\"?\n"
+                  "TASKS.md:3: deps: unknown task \"zz\" (neither an id nor "
+                  "an item number 1..2)\n"
+                  "TASKS.md:5: timeout: \"soon\" is not a duration (30s, 5m, "
+                  "1h or milliseconds)\n");
+  auto j = taskforce_cli({"plan", "TASKS.md", "--json"}, repo.dir.path());
+  CAF_CHECK_EQUAL(j.status, 2);
+  auto plan = json::parse(j.out);
+  CAF_CHECK(plan["tasks"].empty());
+  CAF_CHECK(plan["conflicts"].empty());
+  CAF_CHECK(plan["waves"].empty());
+  CAF_REQUIRE_EQUAL(plan["errors"].size(), 3u);
+  CAF_CHECK_EQUAL(plan["errors"][0]["line"], 2);
+  CAF_CHECK_EQUAL(plan["errors"][1]["line"], 3);
+  CAF_CHECK_EQUAL(plan["errors"][2]["message"],
+                  "timeout: \"soon\" is not a duration (30s, 5m, 1h or "
+                  "milliseconds)");
+  CAF_CHECK(snapshot(repo.dir.path()) == before);
+  CAF_CHECK(!fs::exists(repo.dir.path() / ".taskforce"));
+}
+
+CAF_TEST(a cycle is named on a deps line) {
+  repo_fixture repo;
+  repo.dir.write("T.md", "- [ ] A\n  id: a\n  files: a\n  deps: b\n"
+                         "- [ ] B\n  id: b\n  files: b\n  deps: a\n");
+  auto r = taskforce_cli({"plan", "T.md"}, repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 2);
+  CAF_CHECK_EQUAL(r.err, "T.md:4: dependency cycle: a -> b -> a\n");
+}
+
+CAF_TEST(options override the config and bad usage exits 2) {
+  repo_fixture repo;
+  repo.dir.write("T.md", "- [ ] A\n  files: a\n- [ ] B\n  files: b\n"
+                         "- [ ] C\n  files: c\n");
+  auto seq = taskforce_cli({"plan", "T.md", "--json", "--sequential-deps"},
+                           repo.dir.path());
+  auto seq_plan = json::parse(seq.out);
+  CAF_CHECK_EQUAL(seq_plan["waves"],
+                  json::parse(R"([["t1"], ["t2"], ["t3"]])"));
+  auto one = taskforce_cli({"plan", "T.md", "--json", "--max-concurrency",
+                            "1"},
+                           repo.dir.path());
+  auto one_plan = json::parse(one.out);
+  CAF_CHECK_EQUAL(one_plan["waves"].size(), 3u);
+  repo.dir.write(".taskforce/config.json",
+                 R"({"run": {"maxConcurrency": 2, "sequentialDeps": false}})");
+  auto cfg = taskforce_cli({"plan", "T.md", "--json"}, repo.dir.path());
+  auto cfg_plan = json::parse(cfg.out);
+  CAF_CHECK_EQUAL(cfg_plan["waves"],
+                  json::parse(R"([["t1", "t2"], ["t3"]])"));
+  CAF_CHECK_EQUAL(taskforce_cli({"plan"}, repo.dir.path()).status, 2);
+  CAF_CHECK_EQUAL(taskforce_cli({"plan", "nope.md"}, repo.dir.path()).status,
+                  2);
+  CAF_CHECK_EQUAL(
+    taskforce_cli({"plan", "T.md", "--format", "yaml"}, repo.dir.path()).status,
+    2);
+}
+
+CAF_TEST(a custom parser command is run and its output validated) {
+  repo_fixture repo;
+  repo.dir.write("parser.sh",
+                 "#!/bin/sh\n"
+                 "cat > /dev/null\n"
+                 "cat <<'EOF'\n"
+                 "{\"tasks\": [\n"
+                 " {\"id\": \"a\", \"title\": \"First\", \"line\": 1,\n"
+                 "  \"files\": [\"./src//a.ts\"], \"priority\": 1},\n"
+                 " {\"id\": \"b\", \"title\": \"Second\", \"deps\": [\"a\"],\n"
+                 "  \"files\": [\"src/*.ts\"], \"timeout_ms\": 5000,\n"
+                 "  \"verify\": \"make\"}\n"
+                 "], \"errors\": []}\n"
+                 "EOF\n");
+  repo.dir.write("cfg.json", R"({"run": {"parserCommand": "sh parser.sh"}})");
+  repo.dir.write("T.txt", "anything the parser understands\n");
+  auto r = taskforce_cli({"--config", "cfg.json", "plan", "T.txt", "--json"},
+                         repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 0);
+  CAF_CHECK_EQUAL(r.err, "");
+  auto plan = json::parse(r.out);
+  CAF_CHECK_EQUAL(plan["tasks"][0]["files"], json::parse(R"(["src/a.ts"])"));
+  CAF_CHECK_EQUAL(plan["tasks"][1]["index"], 2);
+  CAF_CHECK_EQUAL(plan["tasks"][1]["timeout_ms"], 5000);
+  CAF_CHECK_EQUAL(plan["conflicts"], json::parse(R"([["a", "b"]])"));
+  CAF_CHECK_EQUAL(plan["waves"], json::parse(R"([["a"], ["b"]])"));
+  // Its errors and its mistakes are reported like a file's.
+  repo.dir.write("bad.sh",
+                 "#!/bin/sh\n"
+                 "cat > /dev/null\n"
+                 "echo '{\"tasks\": [{\"id\": \"a\", \"title\": \"A\", "
+                 "\"line\": 4, \"files\": [\"/abs\"], \"fils\": []}],'\n"
+                 "echo '\"errors\": [{\"line\": 9, \"message\": \"odd "
+                 "line\"}]}'\n");
+  repo.dir.write("cfg2.json", R"({"run": {"parserCommand": "sh bad.sh"}})");
+  auto bad = taskforce_cli({"--config", "cfg2.json", "plan", "T.txt"},
+                           repo.dir.path());
+  CAF_CHECK_EQUAL(bad.status, 2);
+  CAF_MESSAGE(bad.err);
+  CAF_CHECK(bad.err.find("T.txt:4: files: \"/abs\" is absolute")
+            != std::string::npos);
+  CAF_CHECK(bad.err.find("T.txt:4: task 1: unknown field \"fils\"; did you "
+                         "mean \"files\"?")
+            != std::string::npos);
+  CAF_CHECK(bad.err.find("T.txt:9: odd line") != std::string::npos);
+  // A failing parser is an error too, with its message.
+  repo.dir.write("cfg3.json",
+                 R"({"run": {"parserCommand": "echo broken >&2; exit 3"}})");
+  auto failed = taskforce_cli({"--config", "cfg3.json", "plan", "T.txt"},
+                              repo.dir.path());
+  CAF_CHECK_EQUAL(failed.status, 2);
+  CAF_CHECK(failed.err.find("failed (exit 3): broken") != std::string::npos);
+}

@@ -1,0 +1,151 @@
+#define CAF_SUITE unit.git_crash
+#include <caf/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <map>
+#include <random>
+#include <thread>
+
+#include "git_fixture.hpp"
+
+using namespace taskforce;
+using namespace taskforce::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* repo_env = "TASKFORCE_GIT_CRASH_REPO";
+constexpr int task_count = 12;
+
+std::string task_branch(int i) {
+  return "taskforce/r1/crash/t" + std::to_string(i);
+}
+
+// Starts this test binary again running only the worker test below.
+pid_t spawn_worker(const fs::path& repo) {
+  std::vector<std::string> args{"/proc/self/exe",
+                                "-r",
+                                "60",
+                                "-s",
+                                "^unit\\.git_crash$",
+                                "-t",
+                                "^the worker merges every task branch$"};
+  std::vector<char*> argv;
+  for (auto& a : args)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::vector<std::string> env_s{std::string{repo_env} + "=" + repo.string()};
+  for (char** e = environ; *e != nullptr; ++e)
+    env_s.emplace_back(*e);
+  std::vector<char*> envp;
+  for (auto& e : env_s)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  auto exe = fs::read_symlink("/proc/self/exe").string();
+  if (posix_spawn(&pid, exe.c_str(), &actions, nullptr, argv.data(),
+                  envp.data())
+      != 0)
+    pid = -1;
+  posix_spawn_file_actions_destroy(&actions);
+  return pid;
+}
+
+} // namespace
+
+// The worker: what a run does on start (clear locks, complete the checkout)
+// and then the merges. Without the environment variable it does nothing.
+CAF_TEST(the worker merges every task branch) {
+  const char* path = std::getenv(repo_env);
+  if (path == nullptr)
+    return;
+  auto repo = git::open(path);
+  git::clear_stale_locks(repo);
+  git::complete_checkout(repo);
+  for (int i = 0; i < task_count; ++i) {
+    auto r = git::merge_into_base(repo, task_branch(i), "main",
+                                  "Merge t" + std::to_string(i),
+                                  {"Test", "test@example.com"});
+    if (r.status != git::merge_result::outcome::merged
+        && r.status != git::merge_result::outcome::already_merged)
+      CAF_FAIL("merge of t" << i << " ended in " << to_string(r.status));
+  }
+}
+
+CAF_TEST_FIXTURE_SCOPE(git_crash_tests, git_fixture)
+
+CAF_TEST(merges killed at random instants recover with every task merged once) {
+  // Twelve task branches from the same base, each changing its own files,
+  // in a repository large enough that a merge takes a while.
+  for (int f = 0; f < 300; ++f)
+    write(root, "bulk/f" + std::to_string(f) + ".txt",
+          std::string(2000, static_cast<char>('a' + f % 26)) + "\n");
+  git_ok(root, {"add", "-A"});
+  git_ok(root, {"commit", "-q", "-m", "bulk"});
+  std::map<std::string, int> tips;
+  for (int i = 0; i < task_count; ++i) {
+    auto branch = task_branch(i);
+    task_commit("crash/t" + std::to_string(i),
+                {{"bulk/f" + std::to_string(i * 7) + ".txt",
+                  "task " + std::to_string(i) + "\n"},
+                 {"new/t" + std::to_string(i) + ".txt", "new\n"}});
+    git::remove_worktree(repo, wt_path("crash/t" + std::to_string(i)).string());
+    tips[tip_of(repo, branch)] = i;
+  }
+  std::mt19937 rng(4242);
+  std::uniform_int_distribution<int> jitter_ms(0, 10);
+  int kills = 0;
+  bool finished = false;
+  for (int round = 0; round < 100 && !finished; ++round) {
+    auto pid = spawn_worker(root);
+    CAF_REQUIRE(pid > 0);
+    // Later rounds wait longer, so the kills sweep across start-up, the
+    // merges and the checkout updates until one run gets to the end.
+    std::this_thread::sleep_for(
+      std::chrono::milliseconds(15 + 6 * round + jitter_ms(rng)));
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      ++kills;
+    }
+    finished = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!WIFEXITED(status)
+        && !(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL))
+      CAF_FAIL("the worker died in round " << round << " with status "
+                                           << status);
+    if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+      CAF_FAIL("the worker failed in round " << round);
+  }
+  CAF_MESSAGE(kills << " kills before the worker finished");
+  CAF_REQUIRE(finished);
+  CAF_CHECK(kills > 0);
+  // Every task is merged exactly once, as the second parent of a merge on
+  // the first-parent line.
+  auto parents = lines_of(
+    git_ok(root, {"log", "--first-parent", "--merges", "--format=%P", "main"}));
+  std::map<int, int> merged;
+  for (auto& line : parents) {
+    auto second = line.substr(41, 40);
+    CAF_REQUIRE(tips.count(second) == 1);
+    ++merged[tips[second]];
+  }
+  CAF_CHECK_EQUAL(merged.size(), static_cast<size_t>(task_count));
+  for (auto& [task, count] : merged)
+    CAF_CHECK_EQUAL(count, 1);
+  // The checkout is whole and the repository sound.
+  CAF_CHECK_EQUAL(porcelain(), "");
+  CAF_CHECK_EQUAL(read_file(root / "bulk/f7.txt"), "task 1\n");
+  CAF_CHECK(fs::exists(root / "new/t11.txt"));
+  CAF_CHECK(fsck_clean());
+  if (!fsck_output.empty())
+    CAF_MESSAGE(fsck_output);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
