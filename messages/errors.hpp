@@ -6,6 +6,7 @@
 #include <string>
 
 #include <caf/error.hpp>
+#include <caf/message.hpp>
 
 namespace taskforce {
 

@@ -7,6 +7,7 @@
 
 #include <caf/fwd.hpp>
 #include <caf/replies_to.hpp>
+#include <caf/timespan.hpp>
 #include <caf/typed_actor.hpp>
 
 #include "messages/errors.hpp"
@@ -15,6 +16,16 @@
 #include "messages/type_ids.hpp"
 
 namespace taskforce {
+
+/// Timers for any owner, as delayed messages with generation numbers.
+using watchdog_actor = caf::typed_actor<
+  /// From an owner: after `delay`, send the owner (expired_atom, id,
+  /// generation) unless it re-arms or disarms `id` meanwhile.
+  caf::reacts_to<arm_atom, uint64_t, uint64_t, caf::timespan>,
+  /// From an owner: forget its timer `id`; a pending expiry is dropped.
+  caf::reacts_to<disarm_atom, uint64_t>,
+  /// Internal: the delayed message of armed timer number `serial`.
+  caf::reacts_to<expired_atom, uint64_t>>;
 
 /// The admission pool of one server: every keyed pool (one per session in
 /// `session` mode, one in `global` mode), its permits, FIFO queue and holders.

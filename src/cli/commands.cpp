@@ -23,6 +23,10 @@ int run_abort_command(const std::vector<std::string>&, const global_options&);
 extern const char* abort_help;
 int run_discard_command(const std::vector<std::string>&, const global_options&);
 extern const char* discard_help;
+int run_demo_command(const std::vector<std::string>&, const global_options&);
+extern const char* demo_help;
+int run_serve_command(const std::vector<std::string>&, const global_options&);
+extern const char* serve_help;
 int run_scripted_worker_command(const std::vector<std::string>&,
                                 const global_options&);
 extern const char* scripted_worker_help;
@@ -49,6 +53,10 @@ const std::vector<command>& commands() {
      run_abort_command},
     {"discard", "remove a task's worktree and branch", discard_help,
      run_discard_command},
+    {"demo", "five subagents admitted through the pool, two at a time",
+     demo_help, run_demo_command},
+    {"serve", "serve the pool over JSON lines (stdio or TCP)", serve_help,
+     run_serve_command},
     // Hidden (empty summary): the worker process of the `scripted` backend.
     {"scripted-worker", "", scripted_worker_help,
      run_scripted_worker_command},

@@ -1,0 +1,568 @@
+#include "actors/bridge.hpp"
+
+#include <chrono>
+#include <stdexcept>
+#include <utility>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+namespace taskforce {
+
+namespace {
+
+using json = nlohmann::json;
+using ordered_json = nlohmann::ordered_json;
+
+/// Requests other than acquire are answered by the pool at once; this only
+/// bounds a pool that stopped answering.
+constexpr auto reply_timeout = std::chrono::seconds(60);
+
+constexpr const char* known_ops
+  = "hello, acquire, adopt, release, bind, idle, end, status, subscribe";
+
+/// A field that breaks the protocol's rules; its text is the error message.
+struct bad_field : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+std::string quoted(const std::string& key) {
+  return "\"" + key + "\"";
+}
+
+/// A required, non-empty string field.
+std::string need_string(const json& req, const std::string& key) {
+  auto i = req.find(key);
+  if (i == req.end() || i->is_null())
+    throw bad_field("missing field " + quoted(key));
+  if (!i->is_string())
+    throw bad_field("field " + quoted(key) + " must be a string, got "
+                    + i->dump());
+  auto value = i->get<std::string>();
+  if (value.empty())
+    throw bad_field("field " + quoted(key) + " must not be empty");
+  return value;
+}
+
+/// An optional string field: absent or null gives "", present must be a
+/// non-empty string.
+std::string opt_string(const json& req, const std::string& key) {
+  auto i = req.find(key);
+  if (i == req.end() || i->is_null())
+    return {};
+  return need_string(req, key);
+}
+
+holder_kind need_kind(const json& req) {
+  auto text = need_string(req, "kind");
+  if (text == "foreground")
+    return holder_kind::foreground;
+  if (text == "background")
+    return holder_kind::background;
+  throw bad_field("field \"kind\" must be \"foreground\" or \"background\", "
+                  "got \""
+                  + text + "\"");
+}
+
+release_reason need_reason(const json& req) {
+  auto text = need_string(req, "reason");
+  if (text == "completed")
+    return release_reason::completed;
+  if (text == "error")
+    return release_reason::error;
+  if (text == "aborted")
+    return release_reason::aborted;
+  throw bad_field("field \"reason\" must be \"completed\", \"error\" or "
+                  "\"aborted\", got \""
+                  + text + "\"");
+}
+
+/// `{"id":<id>,"ok":true` followed by `fields` (an object) and `}`.
+std::string ok_line(const std::string& id, const ordered_json& fields) {
+  std::string line = "{\"id\":" + id + ",\"ok\":true";
+  for (auto& [key, value] : fields.items()) {
+    line += ",\"";
+    line += key;
+    line += "\":";
+    line += value.dump(-1, ' ', false, json::error_handler_t::replace);
+  }
+  line += '}';
+  return line;
+}
+
+std::string error_line(const std::string& id, const char* code,
+                       const std::string& message) {
+  ordered_json error{{"code", code}, {"message", message}};
+  return "{\"id\":" + id + ",\"ok\":false,\"error\":"
+         + error.dump(-1, ' ', false, json::error_handler_t::replace) + "}";
+}
+
+ordered_json grant_fields(const grant& g) {
+  ordered_json fields;
+  if (g.counted)
+    fields["permit"] = g.permit;
+  else
+    fields["permit"] = nullptr;
+  fields["queued_ms"] = g.queued_ms;
+  fields["lent"] = g.lent;
+  return fields;
+}
+
+std::string event_line(const pool_event& ev) {
+  ordered_json line;
+  line["event"] = to_string(ev.kind);
+  line["holder"] = ev.holder;
+  switch (ev.kind) {
+    case pool_event_kind::queued:
+      line["session"] = ev.session;
+      line["position"] = ev.position;
+      line["of"] = ev.of;
+      line["running"] = ev.running;
+      line["background"] = ev.background;
+      break;
+    case pool_event_kind::started:
+      line["session"] = ev.session;
+      line["queued_ms"] = ev.queued_ms;
+      line["lent"] = ev.lent;
+      break;
+    case pool_event_kind::released:
+      line["reason"] = to_string(ev.reason);
+      break;
+    case pool_event_kind::force_released:
+      line["held_ms"] = ev.held_ms;
+      break;
+    case pool_event_kind::timed_out:
+      line["waited_ms"] = ev.waited_ms;
+      break;
+  }
+  return line.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+ordered_json status_fields(const pool_status& st) {
+  ordered_json pools = ordered_json::array();
+  for (auto& view : st.pools) {
+    ordered_json running = ordered_json::array();
+    for (auto& r : view.running)
+      running.push_back(ordered_json{{"holder", r.holder},
+                                     {"session", r.session},
+                                     {"kind", to_string(r.kind)},
+                                     {"held_ms", r.held_ms},
+                                     {"lent", r.lent}});
+    ordered_json queued = ordered_json::array();
+    for (auto& q : view.queued)
+      queued.push_back(ordered_json{{"holder", q.holder},
+                                    {"session", q.session},
+                                    {"position", q.position},
+                                    {"waited_ms", q.waited_ms}});
+    pools.push_back(ordered_json{
+      {"key", view.key}, {"running", running}, {"queued", queued}});
+  }
+  return ordered_json{
+    {"mode", st.mode}, {"max_parallel", st.max_parallel}, {"pools", pools}};
+}
+
+/// The parser's message without its "[json.exception…] " prefix.
+std::string parse_message(const json::parse_error& e) {
+  std::string text = e.what();
+  if (auto pos = text.find("] "); pos != std::string::npos)
+    text = text.substr(pos + 2);
+  return "not JSON: " + text;
+}
+
+bool blank(const char* first, size_t size) {
+  for (size_t i = 0; i < size; ++i)
+    if (first[i] != ' ' && first[i] != '\t' && first[i] != '\r')
+      return false;
+  return true;
+}
+
+} // namespace
+
+// -- construction -------------------------------------------------------------
+
+bridge_state::bridge_state(caf::event_based_actor* self) : self(self) {
+  // nop
+}
+
+// -- input --------------------------------------------------------------------
+
+void bridge_state::on_data(const std::string& chunk) {
+  if (closing)
+    return;
+  size_t pos = 0;
+  while (pos < chunk.size()) {
+    auto nl = chunk.find('\n', pos);
+    if (nl == std::string::npos) {
+      // An unterminated tail: keep it (up to the line limit) for later.
+      if (!skipping)
+        partial.append(chunk, pos, std::string::npos);
+      if (partial.size() > max_line_bytes) {
+        auto seq = open_slot("null");
+        fail(seq, "null", errc::bad_request,
+             "line longer than " + std::to_string(max_line_bytes)
+               + " bytes; skipped");
+        partial.clear();
+        skipping = true;
+      }
+      return;
+    }
+    if (skipping) {
+      skipping = false;
+    } else if (partial.empty()) {
+      on_line(chunk.data() + pos, nl - pos);
+    } else {
+      partial.append(chunk, pos, nl - pos);
+      if (partial.size() > max_line_bytes) {
+        auto seq = open_slot("null");
+        fail(seq, "null", errc::bad_request,
+             "line longer than " + std::to_string(max_line_bytes)
+               + " bytes; skipped");
+      } else {
+        on_line(partial.data(), partial.size());
+      }
+      partial.clear();
+    }
+    pos = nl + 1;
+  }
+}
+
+void bridge_state::on_line(const char* first, size_t size) {
+  if (size > 0 && first[size - 1] == '\r')
+    --size;
+  // Blank lines carry no request; harnesses often end a batch with one.
+  if (blank(first, size))
+    return;
+  json req;
+  try {
+    req = json::parse(first, first + size);
+  } catch (const json::parse_error& e) {
+    auto seq = open_slot("null");
+    fail(seq, "null", errc::bad_request, parse_message(e));
+    return;
+  }
+  if (!req.is_object()) {
+    auto seq = open_slot("null");
+    fail(seq, "null", errc::bad_request,
+         "a request must be a JSON object, got " + std::string{req.type_name()});
+    return;
+  }
+  std::string id = "null";
+  std::string id_problem;
+  if (auto i = req.find("id"); i == req.end() || i->is_null())
+    id_problem = "missing field \"id\"";
+  else if (i->is_number() || i->is_string())
+    id = i->dump(-1, ' ', false, json::error_handler_t::replace);
+  else
+    id_problem = "field \"id\" must be a number or a string, got " + i->dump();
+  std::string op;
+  std::string op_problem;
+  if (auto i = req.find("op"); i == req.end() || i->is_null())
+    op_problem = "missing field \"op\"";
+  else if (!i->is_string())
+    op_problem = "field \"op\" must be a string, got " + i->dump();
+  else
+    op = i->get<std::string>();
+  bool is_acquire = op_problem.empty() && id_problem.empty() && op == "acquire";
+  std::string holder;
+  if (is_acquire)
+    if (auto i = req.find("holder"); i != req.end() && i->is_string())
+      holder = i->get<std::string>();
+  auto seq = open_slot(id, holder, is_acquire);
+  if (!op_problem.empty() || !id_problem.empty()) {
+    fail(seq, id, errc::bad_request,
+         op_problem.empty() ? id_problem : op_problem);
+    return;
+  }
+  auto on_error = [this, seq, id](caf::error& err) {
+    if (unanswered(seq))
+      fail(seq, id, err);
+  };
+  try {
+    if (op == "hello") {
+      std::string line = "{\"id\":" + id
+                         + ",\"ok\":true,\"version\":\"" TASKFORCE_VERSION
+                           "\",\"protocol\":1,\"config\":"
+                         + pool_config_json(config) + "}";
+      answer(seq, std::move(line));
+    } else if (op == "acquire") {
+      acquire_request x;
+      x.session = need_string(req, "session");
+      x.holder = need_string(req, "holder");
+      x.kind = need_kind(req);
+      x.child_session = opt_string(req, "child_session");
+      x.parent = opt_string(req, "parent");
+      x.tool = opt_string(req, "tool");
+      x.connection = connection;
+      waiting_acquires.emplace(seq, id);
+      self->request(pool, caf::infinite, acquire_atom::value, std::move(x))
+        .then(
+          [this, seq, id](grant& g) {
+            if (waiting_acquires.erase(seq) > 0)
+              answer(seq, ok_line(id, grant_fields(g)));
+          },
+          [this, seq, id](caf::error& err) {
+            if (waiting_acquires.erase(seq) > 0)
+              fail(seq, id, err);
+          });
+    } else if (op == "adopt") {
+      adopt_request x;
+      x.session = need_string(req, "session");
+      x.holder = need_string(req, "holder");
+      x.child_session = need_string(req, "child_session");
+      x.connection = connection;
+      self->request(pool, reply_timeout, adopt_atom::value, std::move(x))
+        .then(
+          [this, seq, id](grant& g) {
+            if (unanswered(seq))
+              answer(seq, ok_line(id, grant_fields(g)));
+          },
+          on_error);
+    } else if (op == "release") {
+      auto holder = need_string(req, "holder");
+      auto reason = need_reason(req);
+      self->request(pool, reply_timeout, release_atom::value, holder, reason)
+        .then(
+          [this, seq, id](bool released) {
+            if (unanswered(seq))
+              answer(seq, ok_line(id, ordered_json{{"released", released}}));
+          },
+          on_error);
+    } else if (op == "bind") {
+      auto holder = need_string(req, "holder");
+      auto child = need_string(req, "child_session");
+      self->request(pool, reply_timeout, bind_atom::value, holder, child)
+        .then(
+          [this, seq, id](bool released) {
+            if (unanswered(seq))
+              answer(seq, ok_line(id, ordered_json{{"released", released}}));
+          },
+          on_error);
+    } else if (op == "idle" || op == "end") {
+      auto session = need_string(req, "session");
+      auto reply = [this, seq, id](std::vector<std::string>& holders) {
+        if (unanswered(seq))
+          answer(seq, ok_line(id, ordered_json{{"released", holders}}));
+      };
+      if (op == "idle")
+        self->request(pool, reply_timeout, caf::idle_atom::value, session)
+          .then(reply, on_error);
+      else
+        self->request(pool, reply_timeout, end_atom::value, session)
+          .then(reply, on_error);
+    } else if (op == "status") {
+      self->request(pool, reply_timeout, status_atom::value)
+        .then(
+          [this, seq, id](pool_status& st) {
+            if (unanswered(seq))
+              answer(seq, ok_line(id, status_fields(st)));
+          },
+          on_error);
+    } else if (op == "subscribe") {
+      self->request(pool, reply_timeout, subscribe_atom::value, connection)
+        .then(
+          [this, seq, id](bool) {
+            if (unanswered(seq))
+              answer(seq, ok_line(id, ordered_json{{"subscribed", true}}));
+          },
+          on_error);
+    } else {
+      fail(seq, id, errc::bad_request,
+           "unknown op \"" + op + "\" (known: " + known_ops + ")");
+    }
+  } catch (const bad_field& e) {
+    waiting_acquires.erase(seq);
+    fail(seq, id, errc::bad_request, e.what());
+  }
+}
+
+void bridge_state::on_close() {
+  if (closing)
+    return;
+  // A last line without its newline still counts as a request.
+  if (!partial.empty() && !skipping)
+    on_line(partial.data(), partial.size());
+  partial.clear();
+  closing = true;
+  if (detached) {
+    maybe_finish();
+    return;
+  }
+  self->request(pool, caf::infinite, detach_atom::value, connection)
+    .then(
+      [this](std::vector<std::string>& released) {
+        if (!released.empty())
+          spdlog::info("connection {} closed; released {} holder(s)",
+                       connection, released.size());
+        detached = true;
+        maybe_finish();
+      },
+      [this](caf::error&) {
+        detached = true;
+        maybe_finish();
+      });
+}
+
+// -- output -------------------------------------------------------------------
+
+uint64_t bridge_state::open_slot(std::string id, std::string holder,
+                                 bool acquire) {
+  auto seq = next_seq++;
+  blocked.emplace(seq, response_slot{std::move(id), {}, acquire,
+                                     std::move(holder)});
+  return seq;
+}
+
+void bridge_state::on_queued(const std::string& holder) {
+  for (auto i = blocked.begin(); i != blocked.end(); ++i) {
+    auto& slot = i->second;
+    if (slot.acquire && slot.line.empty() && slot.holder == holder) {
+      // A queued acquire answers when granted; later answers go first.
+      blocked.erase(i);
+      drain();
+      maybe_finish();
+      return;
+    }
+  }
+}
+
+void bridge_state::drain() {
+  while (!blocked.empty() && !blocked.begin()->second.line.empty()) {
+    write(blocked.begin()->second.line);
+    blocked.erase(blocked.begin());
+  }
+}
+
+bool bridge_state::unanswered(uint64_t seq) const {
+  auto i = blocked.find(seq);
+  return i != blocked.end() && i->second.line.empty();
+}
+
+void bridge_state::answer(uint64_t seq, std::string line) {
+  if (auto i = blocked.find(seq); i != blocked.end()) {
+    i->second.line = std::move(line);
+  } else if (blocked.empty() || blocked.begin()->first > seq) {
+    // A granted queued acquire with nothing unanswered before it goes out at
+    // once.
+    write(line);
+    return;
+  } else {
+    // A granted acquire waits behind earlier requests still unanswered.
+    blocked.emplace(seq, response_slot{{}, std::move(line), true, {}});
+  }
+  drain();
+  maybe_finish();
+}
+
+void bridge_state::fail(uint64_t seq, const std::string& id, errc code,
+                        const std::string& message) {
+  answer(seq, error_line(id, to_string(code), message));
+}
+
+void bridge_state::fail(uint64_t seq, const std::string& id,
+                        const caf::error& err) {
+  if (err.category() == caf::atom("taskforce")) {
+    auto code = static_cast<errc>(err.code());
+    std::string message = to_string(code);
+    if (err.context().match_elements<std::string>())
+      message = err.context().get_as<std::string>(0);
+    fail(seq, id, code, message);
+    return;
+  }
+  fail(seq, id, errc::shutting_down,
+       "the pool is not available (" + self->system().render(err) + ")");
+}
+
+void bridge_state::write(const std::string& line) {
+  out += line;
+  out += '\n';
+  if (!flush_scheduled) {
+    // The flush message queues behind everything already in the mailbox, so
+    // one batch carries all answers of one sweep.
+    flush_scheduled = true;
+    self->send(self, caf::flush_atom::value);
+  }
+}
+
+void bridge_state::flush() {
+  if (out.empty() || !sink)
+    return;
+  self->send(sink, std::move(out));
+  out = std::string{};
+}
+
+void bridge_state::maybe_finish() {
+  if (finished || !closing || !detached || !blocked.empty())
+    return;
+  finished = true;
+  flush();
+  if (sink)
+    self->send(sink, caf::close_atom::value);
+  self->quit();
+}
+
+void bridge_state::on_pool_down() {
+  // Pending answers of a dead pool never come: fail them here, in order.
+  auto acquires = std::move(waiting_acquires);
+  waiting_acquires.clear();
+  for (auto& [seq, id] : acquires)
+    fail(seq, id, errc::shutting_down, "the server is shutting down");
+  std::vector<std::pair<uint64_t, std::string>> open;
+  for (auto& [seq, slot] : blocked)
+    if (slot.line.empty())
+      open.emplace_back(seq, slot.id);
+  for (auto& [seq, id] : open)
+    fail(seq, id, errc::shutting_down, "the server is shutting down");
+  closing = true;
+  detached = true;
+  maybe_finish();
+}
+
+// -- behaviour ----------------------------------------------------------------
+
+caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
+                     caf::actor sink) {
+  auto& st = self->state;
+  st.pool = pool;
+  st.config = std::move(cfg);
+  st.sink = std::move(sink);
+  self->monitor(pool);
+  self->set_down_handler([self](caf::down_msg& msg) {
+    if (msg.source == self->state.pool.address())
+      self->state.on_pool_down();
+  });
+  // Until the pool names this connection, input waits in the mailbox.
+  self->request(pool, caf::infinite, attach_atom::value, caf::actor{self})
+    .await([self](uint64_t id) { self->state.connection = id; },
+           [self](caf::error& err) {
+             spdlog::error("the pool refused a connection: {}",
+                           self->system().render(err));
+             self->state.on_pool_down();
+           });
+  return {
+    [self](const std::string& chunk) {
+      self->state.on_data(chunk);
+      return caf::ok_atom::value;
+    },
+    [self](caf::close_atom) { self->state.on_close(); },
+    [self](event_atom, const pool_event& ev) {
+      auto& st = self->state;
+      if (st.finished)
+        return;
+      st.write(event_line(ev));
+      if (ev.kind == pool_event_kind::queued && ev.connection == st.connection)
+        st.on_queued(ev.holder);
+    },
+    [self](caf::flush_atom) {
+      self->state.flush_scheduled = false;
+      self->state.flush();
+    },
+  };
+}
+
+caf::actor spawn_bridge(caf::actor_system& sys, pool_actor pool,
+                        const pool_config& cfg, caf::actor sink) {
+  return sys.spawn(bridge, std::move(pool), cfg, std::move(sink));
+}
+
+} // namespace taskforce

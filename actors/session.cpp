@@ -1,0 +1,68 @@
+#include "actors/session.hpp"
+
+#include <caf/all.hpp>
+
+namespace taskforce {
+
+session_actor::behavior_type
+session(session_actor::stateful_pointer<session_state> self, std::string name,
+        pool_actor pool, uint64_t connection) {
+  self->state.session = std::move(name);
+  self->state.pool = pool;
+  self->state.connection = connection;
+  return {
+    // -- calls ---------------------------------------------------------------
+    [=](acquire_atom, std::string& holder, holder_kind kind, std::string& tool,
+        std::string& parent, std::string& child) -> caf::result<grant> {
+      auto& st = self->state;
+      acquire_request req{st.session, holder, kind, child, parent, tool,
+                          st.connection};
+      auto rp = self->make_response_promise<grant>();
+      // Remembered while it waits, so disposal cancels the wait too.
+      st.holders.emplace(holder, kind);
+      if (!child.empty())
+        st.children.insert(child);
+      self->request(st.pool, caf::infinite, acquire_atom::value, req)
+        .then(
+          [=](grant& g) mutable {
+            if (!g.counted)
+              self->state.holders.erase(req.holder);
+            rp.deliver(g);
+          },
+          [=](caf::error& err) mutable {
+            self->state.holders.erase(req.holder);
+            rp.deliver(err);
+          });
+      return rp;
+    },
+    [=](release_atom, std::string& holder, release_reason reason) {
+      self->state.holders.erase(holder);
+      return self->delegate(self->state.pool, release_atom::value, holder,
+                            reason);
+    },
+    [=](bind_atom, std::string& holder, std::string& child) {
+      self->state.children.insert(child);
+      return self->delegate(self->state.pool, bind_atom::value, holder, child);
+    },
+    // -- session life ----------------------------------------------------------
+    [=](caf::idle_atom) {
+      return self->delegate(self->state.pool, caf::idle_atom::value,
+                            self->state.session);
+    },
+    [=](end_atom) {
+      auto& st = self->state;
+      st.holders.clear();
+      st.children.clear();
+      auto result = self->delegate(st.pool, end_atom::value, st.session);
+      self->quit();
+      return result;
+    },
+  };
+}
+
+session_actor spawn_session(caf::actor_system& sys, std::string name,
+                            pool_actor pool, uint64_t connection) {
+  return sys.spawn(session, std::move(name), std::move(pool), connection);
+}
+
+} // namespace taskforce

@@ -1,0 +1,61 @@
+#include "actors/watchdog.hpp"
+
+#include <chrono>
+
+#include <caf/all.hpp>
+
+namespace taskforce {
+
+watchdog_actor::behavior_type
+watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
+  return {
+    // -- owners -----------------------------------------------------------------
+    [self](arm_atom, uint64_t id, uint64_t generation, caf::timespan delay) {
+      auto& st = self->state;
+      auto owner = self->current_sender();
+      if (owner == nullptr)
+        return;
+      auto key = std::make_pair(caf::actor_cast<caf::actor_addr>(owner), id);
+      auto serial = st.next_serial++;
+      // Re-arming replaces: the older serial's delayed message finds nothing.
+      if (auto i = st.by_owner.find(key); i != st.by_owner.end()) {
+        st.armed.erase(i->second);
+        i->second = serial;
+      } else {
+        st.by_owner.emplace(std::move(key), serial);
+      }
+      st.armed.emplace(serial,
+                       watchdog_state::timer{std::move(owner), id, generation});
+      self->delayed_send(self, delay, expired_atom_v, serial);
+    },
+    [self](disarm_atom, uint64_t id) {
+      auto& st = self->state;
+      auto key = std::make_pair(
+        caf::actor_cast<caf::actor_addr>(self->current_sender()), id);
+      if (auto i = st.by_owner.find(key); i != st.by_owner.end()) {
+        st.armed.erase(i->second);
+        st.by_owner.erase(i);
+      }
+    },
+    // -- delayed messages -------------------------------------------------------
+    [self](expired_atom, uint64_t serial) {
+      auto& st = self->state;
+      auto i = st.armed.find(serial);
+      if (i == st.armed.end())
+        return; // re-armed or disarmed meanwhile
+      auto t = std::move(i->second);
+      st.armed.erase(i);
+      st.by_owner.erase(
+        std::make_pair(caf::actor_cast<caf::actor_addr>(t.owner), t.id));
+      // Owners may be dynamically typed: a typed sender cannot send() there.
+      caf::anon_send(caf::actor_cast<caf::actor>(t.owner), expired_atom_v, t.id,
+                     t.generation);
+    },
+  };
+}
+
+watchdog_actor spawn_watchdog(caf::actor_system& sys) {
+  return sys.spawn(watchdog);
+}
+
+} // namespace taskforce

@@ -1,0 +1,21 @@
+// Parsing `HOST:PORT` for `taskforce serve --listen`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace taskforce {
+
+/// Where a server binds.
+struct listen_address {
+  /// A name or IP address; loopback when the text gave none.
+  std::string host = "127.0.0.1";
+  /// 0 lets the system pick a free port.
+  uint16_t port = 0;
+};
+
+/// Parses `HOST:PORT`, `[IPV6]:PORT`, `:PORT` or `PORT` (the last two bind
+/// loopback). Throws std::invalid_argument saying what is wrong.
+listen_address parse_listen_address(const std::string& text);
+
+} // namespace taskforce

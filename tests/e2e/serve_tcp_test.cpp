@@ -1,0 +1,156 @@
+// `taskforce serve --listen` as harnesses drive it: the real binary on
+// loopback TCP, several connections sharing one server (PROTOCOL.md).
+#define CAF_SUITE e2e.serve_tcp
+#include <caf/test/unit_test.hpp>
+
+#include <signal.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "e2e/protocol_client.hpp"
+#include "test.hpp"
+
+using namespace taskforce;
+using namespace taskforce::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+/// A server on a free loopback port, with `pool_json` as its pool section.
+struct fixture {
+  temp_dir dir;
+  std::unique_ptr<serve_process> server;
+  uint16_t port = 0;
+
+  void start(const std::string& pool_json,
+             const std::string& address = "127.0.0.1:0") {
+    auto file = dir.write("config.json", "{\"pool\": " + pool_json + "}");
+    server = std::make_unique<serve_process>(
+      TASKFORCE_BINARY, std::vector<std::string>{"--config", file.string(),
+                                                 "serve", "--listen",
+                                                 address});
+    // The bound address is the first thing on standard error.
+    auto line = server->stderr_line();
+    CAF_REQUIRE(line.has_value());
+    auto colon = line->rfind(':');
+    CAF_REQUIRE(line->find("listening on 127.0.0.1:") != std::string::npos);
+    port = static_cast<uint16_t>(std::stoi(line->substr(colon + 1)));
+    CAF_REQUIRE(port != 0);
+  }
+
+  ~fixture() {
+    if (server) {
+      server->signal(SIGTERM);
+      try {
+        server->wait();
+      } catch (const std::runtime_error&) {
+      }
+    }
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(serve_tcp_tests, fixture)
+
+CAF_TEST(port 0 binds a free loopback port and hello answers over TCP) {
+  start(R"({"maxParallel": 4})");
+  tcp_peer a{port};
+  auto r = a.peer.call({{"id", 1}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(r["ok"], true);
+  CAF_CHECK_EQUAL(r["protocol"], 1);
+  CAF_CHECK_EQUAL(r["config"]["maxParallel"], 4);
+  tcp_peer b{port};
+  auto again = b.peer.call({{"id", "x"}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(again["id"], "x");
+}
+
+CAF_TEST(a harness that disconnects while holding permits hands them to the
+           next waiter on another connection and its waits are cancelled) {
+  start(R"({"maxParallel": 2, "mode": "global"})");
+  auto a = std::make_unique<tcp_peer>(port);
+  tcp_peer b{port};
+  a->peer.call(acquire(1, "sa", "a1"));
+  a->peer.call(acquire(2, "sa", "a2"));
+  a->peer.send(acquire(3, "sa", "a3"));
+  a->peer.event("queued", "a3");
+  b.peer.send(acquire(1, "sb", "b1"));
+  auto queued = b.peer.event("queued", "b1");
+  CAF_CHECK_EQUAL(queued["position"], 2);
+  CAF_CHECK_EQUAL(queued["of"], 2);
+  CAF_CHECK_EQUAL(queued["running"], 2);
+  // The harness dies: its permits go on, its own wait never runs.
+  a->close();
+  auto granted = b.peer.response(1);
+  CAF_CHECK_EQUAL(granted["ok"], true);
+  CAF_CHECK(granted["permit"].is_number());
+  auto started = b.peer.event("started", "b1");
+  CAF_CHECK_EQUAL(started["session"], "sb");
+  auto st = b.peer.call({{"id", 2}, {"op", "status"}});
+  CAF_REQUIRE_EQUAL(st["pools"].size(), 1u);
+  auto pool = st["pools"][0];
+  CAF_REQUIRE_EQUAL(pool["running"].size(), 1u);
+  CAF_CHECK_EQUAL(pool["running"][0]["holder"], "b1");
+  CAF_CHECK_EQUAL(pool["queued"].size(), 0u);
+  // The dead harness's holder names are free again.
+  auto reuse = b.peer.call(acquire(3, "sb", "a1"));
+  CAF_CHECK_EQUAL(reuse["ok"], true);
+}
+
+CAF_TEST(holder names are server wide across connections) {
+  start(R"({"maxParallel": 2})");
+  tcp_peer a{port};
+  tcp_peer b{port};
+  a.peer.call(acquire(1, "sa", "same"));
+  auto dup = b.peer.call(acquire(1, "sb", "same"));
+  CAF_CHECK_EQUAL(dup["ok"], false);
+  CAF_CHECK_EQUAL(dup["error"]["code"], "duplicate_holder");
+}
+
+CAF_TEST(a connection gets its own holders events and after subscribe every
+           event once) {
+  start(R"({"maxParallel": 2})");
+  tcp_peer a{port};
+  tcp_peer b{port};
+  a.peer.call(acquire(1, "s", "a1"));
+  a.peer.event("started", "a1");
+  // b is not subscribed yet: nothing of a's reaches it.
+  CAF_CHECK(b.peer.silent(200ms));
+  auto sub = b.peer.call({{"id", 1}, {"op", "subscribe"}});
+  CAF_CHECK_EQUAL(sub["ok"], true);
+  a.peer.call(release(2, "a1"));
+  auto ev = b.peer.event("released", "a1");
+  CAF_CHECK_EQUAL(ev["reason"], "completed");
+  // Its own holder's events come once, not twice.
+  b.peer.call(acquire(2, "t", "b1"));
+  b.peer.silent(200ms);
+  int started = 0;
+  for (auto& line : b.peer.raw) {
+    auto x = json::parse(line);
+    if (x.value("event", "") == "started" && x["holder"] == "b1")
+      ++started;
+  }
+  CAF_CHECK_EQUAL(started, 1);
+}
+
+CAF_TEST(SIGTERM stops a listening server with exit 0) {
+  start("{}");
+  tcp_peer a{port};
+  a.peer.call(acquire(1, "s", "h"));
+  server->signal(SIGTERM);
+  auto code = server->wait();
+  CAF_CHECK_EQUAL(code, 0);
+  server.reset();
+}
+
+CAF_TEST(a bad listen address exits 2) {
+  serve_process proc(TASKFORCE_BINARY, {"serve", "--listen", "nowhere:99999"});
+  auto code = proc.wait();
+  CAF_CHECK_EQUAL(code, 2);
+  auto err = proc.drain_stderr();
+  CAF_CHECK(err.find("99999") != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()

@@ -1,0 +1,548 @@
+#define CAF_SUITE unit.admission
+#include <caf/test/unit_test.hpp>
+
+#include "unit/admission_driver.hpp"
+
+using namespace taskforce;
+using taskforce::pool::acquire_status;
+using taskforce::test::admission_driver;
+
+namespace {
+
+pool_config config(uint64_t max_parallel = 2,
+                   pool_mode mode = pool_mode::session) {
+  pool_config cfg;
+  cfg.max_parallel = max_parallel;
+  cfg.mode = mode;
+  return cfg;
+}
+
+constexpr auto fg = holder_kind::foreground;
+constexpr auto bg = holder_kind::background;
+
+} // namespace
+
+// -- FIFO, hand-off, events ---------------------------------------------------
+
+CAF_TEST(five acquirers with two permits are granted in arrival order) {
+  admission_driver d{config()};
+  auto a = d.acquire("s", "a");
+  auto b = d.acquire("s", "b");
+  CAF_CHECK(a.status == acquire_status::granted);
+  CAF_CHECK(b.status == acquire_status::granted);
+  CAF_CHECK_NOT_EQUAL(a.value.permit, b.value.permit);
+  std::vector<uint64_t> tickets;
+  for (auto name : {"c", "d", "e"}) {
+    d.now += 10;
+    auto r = d.acquire("s", name);
+    CAF_REQUIRE(r.status == acquire_status::queued);
+    tickets.push_back(r.ticket);
+  }
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 2u);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 3u);
+  // Each release hands its permit to the oldest waiter.
+  d.now += 5;
+  CAF_CHECK(d.release("a"));
+  CAF_REQUIRE_EQUAL(d.granted.size(), 1u);
+  CAF_CHECK(d.granted.count(tickets[0]) == 1);
+  CAF_CHECK_EQUAL(d.granted[tickets[0]].permit, a.value.permit);
+  CAF_CHECK_EQUAL(d.granted[tickets[0]].queued_ms, 25);
+  CAF_CHECK(d.release("b"));
+  CAF_CHECK(d.granted.count(tickets[1]) == 1);
+  CAF_CHECK(d.release("c"));
+  CAF_CHECK(d.granted.count(tickets[2]) == 1);
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 2u);
+  CAF_CHECK(d.release("d"));
+  CAF_CHECK(d.release("e"));
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 0u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(queued events carry position of running and background) {
+  admission_driver d{config()};
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  d.acquire("s", "c");
+  d.acquire("s", "d", bg);
+  d.acquire("s", "e");
+  auto c = d.last(pool_event_kind::queued, "c");
+  auto dd = d.last(pool_event_kind::queued, "d");
+  auto e = d.last(pool_event_kind::queued, "e");
+  CAF_CHECK_EQUAL(c.position, 1u);
+  CAF_CHECK_EQUAL(c.of, 1u);
+  CAF_CHECK_EQUAL(c.running, 2u);
+  CAF_CHECK_EQUAL(c.background, false);
+  CAF_CHECK_EQUAL(dd.position, 2u);
+  CAF_CHECK_EQUAL(dd.of, 2u);
+  CAF_CHECK_EQUAL(dd.background, true);
+  CAF_CHECK_EQUAL(e.position, 3u);
+  CAF_CHECK_EQUAL(e.of, 3u);
+  CAF_CHECK_EQUAL(e.session, "s");
+  CAF_CHECK_EQUAL(e.connection, d.connection);
+  // started for immediate grants and after a wait.
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::started, "a"), 1u);
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::started, "c"), 0u);
+  d.now += 40;
+  d.release("a");
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::started, "c"), 1u);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::started, "c").queued_ms, 40);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "a").reason,
+                  release_reason::completed);
+  // The released event of the leaver comes before the started event of the
+  // one that takes over.
+  auto rel = std::find_if(d.events.begin(), d.events.end(), [](auto& ev) {
+    return ev.kind == pool_event_kind::released;
+  });
+  CAF_CHECK(rel != d.events.end() && (rel + 1) != d.events.end()
+            && (rel + 1)->kind == pool_event_kind::started
+            && (rel + 1)->holder == "c");
+}
+
+CAF_TEST(a freed permit never goes to a later request while someone waits) {
+  auto cfg = config(1);
+  cfg.nested = nested_policy::fail_fast;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  auto b = d.acquire("s", "b");
+  CAF_REQUIRE(b.status == acquire_status::queued);
+  d.release("a");
+  CAF_CHECK(d.granted.count(b.ticket) == 1);
+  // Whoever comes now finds the permit taken and nothing free.
+  CAF_CHECK(d.acquire("s", "c").status == acquire_status::queued);
+  CAF_CHECK(d.adopt("s", "x", "child").code == errc::pool_full);
+  CAF_CHECK(d.acquire("s", "n", fg, "b").code == errc::pool_full);
+}
+
+CAF_TEST(no event is produced when nobody listens) {
+  admission_driver d{config(1)};
+  auto quiet = d.core.attach(false);
+  acquire_request req{"s", "a", fg, "", "", "", quiet};
+  d.core.acquire(std::move(req), d.now);
+  CAF_CHECK(d.core.effects().events.empty());
+  acquire_request req2{"s", "b", fg, "", "", "", quiet};
+  d.core.acquire(std::move(req2), d.now);
+  CAF_CHECK(d.core.effects().events.empty());
+  d.core.release("a", release_reason::completed, d.now);
+  CAF_CHECK(d.core.effects().events.empty());
+  CAF_CHECK_EQUAL(d.core.effects().grants.size(), 1u);
+  // A subscriber sees every holder's events.
+  CAF_CHECK(d.core.subscribe(d.connection));
+  CAF_CHECK(!d.core.subscribe(quiet));
+  CAF_CHECK(!d.core.subscribe(999));
+  d.core.release("b", release_reason::completed, d.now);
+  CAF_REQUIRE_EQUAL(d.core.effects().events.size(), 1u);
+  CAF_CHECK_EQUAL(d.core.effects().events[0].holder, "b");
+}
+
+// -- modes --------------------------------------------------------------------
+
+CAF_TEST(session mode gives every session its own pool) {
+  admission_driver d{config(1)};
+  CAF_CHECK(d.acquire("s1", "a").status == acquire_status::granted);
+  CAF_CHECK(d.acquire("s2", "b").status == acquire_status::granted);
+  CAF_CHECK(d.acquire("s1", "c").status == acquire_status::queued);
+  auto st = d.core.status(d.now);
+  CAF_CHECK_EQUAL(st.mode, "session");
+  CAF_REQUIRE_EQUAL(st.pools.size(), 2u);
+  CAF_CHECK_EQUAL(st.pools[0].key, "s1");
+  CAF_CHECK_EQUAL(st.pools[1].key, "s2");
+}
+
+CAF_TEST(global mode shares one pool across sessions and connections) {
+  admission_driver d{config(1, pool_mode::global)};
+  CAF_CHECK(d.acquire("s1", "a").status == acquire_status::granted);
+  d.connection = d.core.attach(true);
+  CAF_CHECK(d.acquire("s2", "b").status == acquire_status::queued);
+  auto st = d.core.status(d.now);
+  CAF_CHECK_EQUAL(st.mode, "global");
+  CAF_REQUIRE_EQUAL(st.pools.size(), 1u);
+  CAF_CHECK_EQUAL(st.pools[0].key, "global");
+  CAF_CHECK_EQUAL(d.core.in_use("global"), 1u);
+}
+
+// -- nested delegation --------------------------------------------------------
+
+CAF_TEST(a nested acquire takes a free permit at once) {
+  admission_driver d{config(2)};
+  d.acquire("root", "p");
+  auto n = d.acquire("child", "n", fg, "p");
+  CAF_CHECK(n.status == acquire_status::granted);
+  CAF_CHECK_EQUAL(n.value.lent, false);
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 2u);
+  // It counts against its parent's pool, not the child session's.
+  CAF_CHECK_EQUAL(d.core.in_use("child"), 0u);
+}
+
+CAF_TEST(a nested acquire borrows the parent permit and keeps the bound) {
+  admission_driver d{config(1)};
+  auto p = d.acquire("root", "p");
+  auto w = d.acquire("root", "w");
+  CAF_REQUIRE(w.status == acquire_status::queued);
+  auto n = d.acquire("child", "n", fg, "p");
+  CAF_REQUIRE(n.status == acquire_status::granted);
+  CAF_CHECK_EQUAL(n.value.lent, true);
+  CAF_CHECK_EQUAL(n.value.permit, p.value.permit);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::started, "n").lent, true);
+  // A grandchild borrows the same permit.
+  auto g = d.acquire("grandchild", "g", fg, "n");
+  CAF_CHECK_EQUAL(g.value.lent, true);
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+  CAF_CHECK_EQUAL(d.core.running_count(), 3u);
+  // The permit returns to the pool only when parent and borrowers let go.
+  d.release("p");
+  d.release("g");
+  CAF_CHECK(d.granted.empty());
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+  d.release("n");
+  CAF_CHECK(d.granted.count(w.ticket) == 1);
+  CAF_CHECK_EQUAL(d.granted[w.ticket].permit, p.value.permit);
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(a nested acquire fails fast when configured so) {
+  auto cfg = config(1);
+  cfg.nested = nested_policy::fail_fast;
+  admission_driver d{cfg};
+  d.acquire("root", "p");
+  auto n = d.acquire("child", "n", fg, "p");
+  CAF_CHECK(n.status == acquire_status::failed);
+  CAF_CHECK(n.code == errc::pool_full);
+  CAF_CHECK(n.message.find("never queues") != std::string::npos);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+  // The name stays free.
+  d.release("p");
+  CAF_CHECK(d.acquire("root", "n").status == acquire_status::granted);
+}
+
+CAF_TEST(a nested acquire of a background parent fails instead of borrowing) {
+  admission_driver d{config(1)};
+  d.acquire("root", "p", bg);
+  auto n = d.acquire("child", "n", fg, "p");
+  CAF_CHECK(n.code == errc::pool_full);
+  CAF_CHECK(n.message.find("background") != std::string::npos);
+}
+
+CAF_TEST(a nested acquire of an unknown parent uses its own pool and never
+           queues) {
+  admission_driver d{config(1)};
+  CAF_CHECK(d.acquire("s", "n1", fg, "ghost").status
+            == acquire_status::granted);
+  auto n2 = d.acquire("s", "n2", fg, "ghost");
+  CAF_CHECK(n2.code == errc::pool_full);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+}
+
+// -- adopt --------------------------------------------------------------------
+
+CAF_TEST(adopt takes a free permit as a background holder of its child) {
+  admission_driver d{config(1)};
+  auto a = d.adopt("s", "x", "kid");
+  CAF_REQUIRE(a.status == acquire_status::granted);
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::started, "x"), 1u);
+  auto st = d.core.status(d.now);
+  CAF_CHECK(st.pools[0].running[0].kind == bg);
+  auto full = d.adopt("s", "y", "kid2");
+  CAF_CHECK(full.code == errc::pool_full);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+  CAF_CHECK(d.idle("kid") == std::vector<std::string>{"x"});
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "x").reason,
+                  release_reason::idle);
+  CAF_CHECK(d.adopt("s", "z", "").code == errc::bad_request);
+}
+
+// -- bounded waits ------------------------------------------------------------
+
+CAF_TEST(a queued acquire times out with how long it waited and how many
+           were ahead) {
+  auto cfg = config(1);
+  cfg.queue_timeout_ms = 500;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  auto b = d.acquire("s", "b");
+  d.now += 100;
+  auto c = d.acquire("s", "c");
+  d.advance(399);
+  CAF_CHECK(d.failed.empty());
+  d.advance(1);
+  CAF_REQUIRE(d.failed.count(b.ticket) == 1);
+  CAF_CHECK(d.failed[b.ticket].code == errc::queue_timeout);
+  CAF_CHECK_EQUAL(d.failed[b.ticket].message,
+                  "holder 'b' waited 500 ms for a permit of pool 's' "
+                  "(queueTimeoutMs 500); 0 were still ahead of it and 1 "
+                  "permit was in use");
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::timed_out, "b").waited_ms, 500);
+  CAF_CHECK(d.failed.count(c.ticket) == 0);
+  d.advance(100);
+  CAF_REQUIRE(d.failed.count(c.ticket) == 1);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+  // Left the queue: the next release frees the permit instead.
+  d.release("a");
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 0u);
+}
+
+CAF_TEST(queueTimeoutMs zero waits forever) {
+  auto cfg = config(1);
+  cfg.queue_timeout_ms = 0;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  d.acquire("s", "c");
+  // queueTimeoutMs 0 waits forever: no queue timer is armed.
+  CAF_CHECK(d.timers.count(pool::admission::queue_timer) == 0);
+  d.advance(10'000'000);
+  CAF_CHECK(d.failed.empty());
+}
+
+CAF_TEST(waiters that give up together count those ahead of them) {
+  auto cfg = config(1, pool_mode::global);
+  cfg.queue_timeout_ms = 100;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  auto b = d.acquire("s", "b");
+  auto c = d.acquire("t", "c");
+  d.advance(100);
+  CAF_REQUIRE_EQUAL(d.failed.size(), 2u);
+  CAF_CHECK(d.failed[b.ticket].message.find("0 were still ahead of it and 1 "
+                                            "permit was in use")
+            != std::string::npos);
+  CAF_CHECK(d.failed[c.ticket].message.find("1 was still ahead of it")
+            != std::string::npos);
+}
+
+// -- release ------------------------------------------------------------------
+
+CAF_TEST(release is idempotent and cancels a queued wait) {
+  admission_driver d{config(1)};
+  d.acquire("s", "a");
+  auto b = d.acquire("s", "b");
+  CAF_CHECK(d.release("b", release_reason::aborted));
+  CAF_REQUIRE(d.failed.count(b.ticket) == 1);
+  CAF_CHECK(d.failed[b.ticket].code == errc::cancelled);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "b").reason,
+                  release_reason::aborted);
+  CAF_CHECK(!d.release("b"));
+  CAF_CHECK(d.release("a", release_reason::error));
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "a").reason,
+                  release_reason::error);
+  CAF_CHECK(!d.release("a"));
+  CAF_CHECK(!d.release("nobody"));
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "a"), 1u);
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 0u);
+}
+
+// -- bind, idle, end ----------------------------------------------------------
+
+CAF_TEST(idle releases only the background holders of that child) {
+  admission_driver d{config(3)};
+  d.acquire("s", "f", fg, "", "", "kid");
+  d.acquire("s", "b1", bg, "", "", "kid");
+  d.acquire("s", "b2", bg);
+  CAF_CHECK(!d.bind("b2", "kid2"));
+  CAF_CHECK(d.idle("kid") == std::vector<std::string>{"b1"});
+  CAF_CHECK(d.idle("kid2") == std::vector<std::string>{"b2"});
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "b2").reason,
+                  release_reason::idle);
+}
+
+CAF_TEST(bind after a recent idle releases at once) {
+  auto cfg = config(2);
+  cfg.idle_memory_ms = 1000;
+  admission_driver d{cfg};
+  d.acquire("s", "b", bg);
+  d.acquire("s", "late", bg);
+  CAF_CHECK(d.idle("kid").empty());
+  d.now += 999;
+  CAF_CHECK(d.bind("b", "kid"));
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "b").reason,
+                  release_reason::idle);
+  // Past idleMemoryMs the idle is forgotten.
+  d.now += 1;
+  CAF_CHECK(!d.bind("late", "kid"));
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+  CAF_CHECK(!d.bind("ghost", "kid"));
+  // A foreground holder is never released by an idle.
+  d.acquire("s", "f");
+  d.idle("kid3");
+  CAF_CHECK(!d.bind("f", "kid3"));
+}
+
+CAF_TEST(idleMemoryMs zero remembers no idle) {
+  auto cfg = config(2);
+  cfg.idle_memory_ms = 0;
+  admission_driver d{cfg};
+  d.acquire("s", "b", bg);
+  d.idle("kid");
+  CAF_CHECK(!d.bind("b", "kid"));
+}
+
+CAF_TEST(end releases a session holders and children and cancels its waits) {
+  admission_driver d{config(2)};
+  d.acquire("s", "a");
+  d.acquire("other", "bg", bg, "", "", "s");
+  d.acquire("s", "b");
+  auto c = d.acquire("s", "c");
+  d.acquire("t", "keep");
+  auto names = d.end("s");
+  std::sort(names.begin(), names.end());
+  CAF_CHECK(names == (std::vector<std::string>{"a", "b", "bg", "c"}));
+  CAF_CHECK(d.failed.count(c.ticket) == 1);
+  CAF_CHECK(d.failed[c.ticket].code == errc::cancelled);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "a").reason,
+                  release_reason::ended);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "bg").reason,
+                  release_reason::ended);
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+}
+
+// -- names and tools ----------------------------------------------------------
+
+CAF_TEST(a tool that is not a subagent tool is not counted) {
+  auto cfg = config(1);
+  cfg.subagent_tool_names = {"task", "delegate"};
+  admission_driver d{cfg};
+  auto r = d.acquire("s", "x", fg, "", "bash");
+  CAF_CHECK(r.status == acquire_status::granted);
+  CAF_CHECK_EQUAL(r.value.counted, false);
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
+  CAF_CHECK(d.events.empty());
+  CAF_CHECK(!d.release("x"));
+  CAF_CHECK(d.acquire("s", "t", fg, "", "delegate").value.counted);
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 1u);
+}
+
+CAF_TEST(a holder name is unique across connections running or queued) {
+  admission_driver d{config(1)};
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  d.connection = d.core.attach(true);
+  auto dup = d.acquire("t", "a");
+  CAF_CHECK(dup.code == errc::duplicate_holder);
+  CAF_CHECK(dup.message.find("running") != std::string::npos);
+  auto dupq = d.acquire("t", "b");
+  CAF_CHECK(dupq.code == errc::duplicate_holder);
+  CAF_CHECK(dupq.message.find("queued") != std::string::npos);
+  CAF_CHECK(d.adopt("t", "a", "k").code == errc::duplicate_holder);
+  d.release("a");
+  d.release("b");
+  CAF_CHECK(d.acquire("t", "a").status == acquire_status::granted);
+}
+
+// -- connections --------------------------------------------------------------
+
+CAF_TEST(detaching a connection releases its holders and cancels its waits) {
+  admission_driver d{config(2, pool_mode::global)};
+  auto first = d.connection;
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  auto c = d.acquire("s", "c");
+  d.connection = d.core.attach(true);
+  auto other = d.acquire("t", "o");
+  auto names = d.detach(first);
+  CAF_CHECK(names == (std::vector<std::string>{"c", "a", "b"}));
+  CAF_CHECK(d.failed[c.ticket].code == errc::cancelled);
+  CAF_CHECK(d.granted.count(other.ticket) == 1);
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+  // Its listener is gone: no events unless someone subscribed.
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "a"), 0u);
+  CAF_CHECK(d.detach(first).empty());
+}
+
+CAF_TEST(a subscriber sees the disconnect of another connection) {
+  admission_driver d{config(2)};
+  auto watcher = d.connection;
+  d.core.subscribe(watcher);
+  d.connection = d.core.attach(true);
+  d.acquire("s", "a");
+  d.detach(d.connection);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "a").reason,
+                  release_reason::disconnected);
+}
+
+// -- watchdog -----------------------------------------------------------------
+
+CAF_TEST(a holder past maxHoldMs is force released and its permit moves on) {
+  auto cfg = config(1);
+  cfg.max_hold_ms = 1000;
+  cfg.queue_timeout_ms = 0;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  d.now += 300;
+  auto b = d.acquire("s", "b");
+  d.advance(699);
+  CAF_CHECK(d.forced.empty());
+  d.advance(1);
+  CAF_REQUIRE_EQUAL(d.forced.size(), 1u);
+  CAF_CHECK_EQUAL(d.forced[0].holder, "a");
+  CAF_CHECK_EQUAL(d.forced[0].held_ms, 1000);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::force_released, "a").held_ms, 1000);
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "a"), 0u);
+  CAF_CHECK(d.granted.count(b.ticket) == 1);
+  CAF_CHECK(!d.release("a"));
+  // b was granted at 1000 ms: it gets its own full maxHoldMs.
+  d.advance(999);
+  CAF_CHECK_EQUAL(d.forced.size(), 1u);
+  d.advance(1);
+  CAF_CHECK_EQUAL(d.forced.size(), 2u);
+}
+
+CAF_TEST(a stale timer after a normal release changes nothing) {
+  auto cfg = config(1);
+  cfg.max_hold_ms = 1000;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  auto armed = d.timers[pool::admission::hold_timer];
+  d.release("a");
+  d.now += 500;
+  d.acquire("s", "b");
+  // The old timer fires at 1000 ms: b is not due, so it re-arms for b.
+  d.advance(500);
+  CAF_CHECK(d.forced.empty());
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+  auto rearmed = d.timers[pool::admission::hold_timer];
+  CAF_CHECK_NOT_EQUAL(rearmed.generation, armed.generation);
+  CAF_CHECK_EQUAL(rearmed.deadline, d.now + 500);
+  // An old generation delivered again is ignored.
+  d.core.expire(pool::admission::hold_timer, armed.generation, d.now + 5000);
+  CAF_CHECK(d.core.effects().empty());
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+  d.advance(500);
+  CAF_CHECK_EQUAL(d.forced.size(), 1u);
+}
+
+// -- status -------------------------------------------------------------------
+
+CAF_TEST(status shows running and queued holders of every pool) {
+  admission_driver d{config(1)};
+  d.acquire("s", "a", bg);
+  d.now += 10;
+  d.acquire("s", "b");
+  d.now += 5;
+  d.acquire("s", "c");
+  d.acquire("t", "n", fg, "a");
+  d.now += 20;
+  auto st = d.core.status(d.now);
+  CAF_CHECK_EQUAL(st.max_parallel, 1u);
+  CAF_REQUIRE_EQUAL(st.pools.size(), 1u);
+  auto& p = st.pools[0];
+  CAF_CHECK_EQUAL(p.key, "s");
+  CAF_REQUIRE_EQUAL(p.running.size(), 1u);
+  CAF_CHECK(p.running[0]
+            == (running_entry{"a", "s", holder_kind::background, 35, false}));
+  CAF_REQUIRE_EQUAL(p.queued.size(), 2u);
+  CAF_CHECK(p.queued[0] == (queued_entry{"b", "s", 1, 25}));
+  CAF_CHECK(p.queued[1] == (queued_entry{"c", "s", 2, 20}));
+}
+
+CAF_TEST(status shows lent holders) {
+  admission_driver d{config(1)};
+  d.acquire("s", "p");
+  d.acquire("t", "n", fg, "p");
+  auto st = d.core.status(d.now);
+  CAF_REQUIRE_EQUAL(st.pools.size(), 1u);
+  CAF_REQUIRE_EQUAL(st.pools[0].running.size(), 2u);
+  CAF_CHECK_EQUAL(st.pools[0].running[1].lent, true);
+  CAF_CHECK_EQUAL(st.pools[0].running[1].session, "t");
+}
