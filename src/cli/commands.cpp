@@ -53,7 +53,7 @@ const std::vector<command>& commands() {
      run_abort_command},
     {"discard", "remove a task's worktree and branch", discard_help,
      run_discard_command},
-    {"demo", "five subagents admitted through the pool, two at a time",
+    {"demo", "a small project run end to end (--pool: the admission pool)",
      demo_help, run_demo_command},
     {"serve", "serve the pool over JSON lines (stdio or TCP)", serve_help,
      run_serve_command},
