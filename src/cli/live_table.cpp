@@ -155,7 +155,7 @@ void live_table::redraw(int64_t now) {
     text += "\x1b[K\n";
     ++lines;
   };
-  line(fit("TASK", 10) + fit("TITLE", 34) + fit("STATE", 12) + fit("TRY", 5)
+  line(fit("TASK", 10) + fit("TITLE", 33) + " " + fit("STATE", 12) + fit("TRY", 5)
        + "ELAPSED");
   std::map<std::string, size_t> counts;
   for (auto& row : rows_) {
@@ -165,7 +165,7 @@ void live_table::redraw(int64_t now) {
       elapsed = format_elapsed((row.ended_ms > 0 ? row.ended_ms : now)
                                - row.started_ms);
     auto state = fit(row.state, 12);
-    std::string l = fit(row.id, 10) + fit(row.title, 34) + paint(row.state, state)
+    std::string l = fit(row.id, 10) + fit(row.title, 33) + " " + paint(row.state, state)
                     + fit(row.attempt > 0 ? std::to_string(row.attempt) : "", 5)
                     + elapsed;
     if (!row.reason.empty() && row.state != "done")
