@@ -240,3 +240,21 @@ CAF_TEST(resume without any run exits 2) {
   scenario s;
   CAF_CHECK_EQUAL(s.tf({"resume"}).code, 2);
 }
+
+CAF_TEST(the agent backend runs a preset with the composed prompt) {
+  scenario s;
+  auto fake = std::string{TASKFORCE_SOURCE_DIR} + "/tests/data/fake-agent.sh";
+  auto preset = s.dir.write("fake.json", R"({"argv": ["sh", ")" + fake
+                                           + R"(", "-p", "{prompt}"]})");
+  s.set_config(R"({"run": {"worker": "agent", "agentPreset": ")"
+               + preset.string() + R"("}})");
+  s.tasks("- [ ] Write the docs\n  - files: docs/a.md\n"
+          "  Explain the cache.\n"
+          "- [ ] Block me\n  - files: b.md\n  FAKE-BLOCK please\n");
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 1);
+  CAF_CHECK_EQUAL(state_of(s, "t1"), "done");
+  CAF_CHECK(std::filesystem::exists(s.root / "docs/a.md"));
+  CAF_CHECK_EQUAL(state_of(s, "t2"), "blocked");
+  CAF_CHECK(contains(s.task("t2").reason.value_or(""), "block"));
+}
