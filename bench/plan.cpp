@@ -127,11 +127,12 @@ figures measure(size_t n) {
     if (round == 0 || f.total() < best.total())
       best = f;
   }
-  std::printf("%6zu tasks: parse %8.1f ms  graph+conflicts %8.1f ms  waves "
-              "%7.1f ms  plan total %8.1f ms (cpu %8.1f ms)  json %7.1f ms  %zu "
-              "conflicts, %zu waves, peak %.1f MB\n",
-              n, best.parse_ms, best.graph_ms, best.waves_ms, best.total(),
-              best.cpu_ms, best.json_ms, best.conflicts, best.waves, peak_mb());
+  std::printf(
+    "%6zu tasks: parse %8.1f ms  graph+conflicts %8.1f ms  waves "
+    "%7.1f ms  plan total %8.1f ms (cpu %8.1f ms)  json %7.1f ms  %zu "
+    "conflicts, %zu waves, peak %.1f MB\n",
+    n, best.parse_ms, best.graph_ms, best.waves_ms, best.total(), best.cpu_ms,
+    best.json_ms, best.conflicts, best.waves, peak_mb());
   return best;
 }
 

@@ -67,8 +67,8 @@ int run_plan_command(const std::vector<std::string>& argv,
   }
   if (parsed.flag("--sequential-deps"))
     parse_opts.sequential_deps = true;
-  auto max_concurrency = parsed.positive("--max-concurrency",
-                                         cfg.run.max_concurrency);
+  auto max_concurrency
+    = parsed.positive("--max-concurrency", cfg.run.max_concurrency);
   auto top = find_repository(opts.repo);
   if (top)
     parse_opts.working_directory = *top;
@@ -86,8 +86,8 @@ int run_plan_command(const std::vector<std::string>& argv,
     buffer << in.rdbuf();
     text = buffer.str();
   }
-  auto plan = plan::make_plan(taskfile::parse(text, file, parse_opts),
-                              max_concurrency);
+  auto plan
+    = plan::make_plan(taskfile::parse(text, file, parse_opts), max_concurrency);
   for (const auto& e : plan.errors)
     std::cerr << taskfile::format_error(file, e) << '\n';
   if (parsed.flag("--json"))

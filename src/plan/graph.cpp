@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <memory_resource>
 #include <set>
 
 #include "src/scope/glob.hpp"
@@ -70,7 +71,7 @@ public:
 
   /// Calls `f(i)` for every entry that may share a path with entry `e`
   /// (a superset; the caller tests exactly). May repeat an entry.
-  template <class F>
+  template<class F>
   void candidates(const entry& e, F&& f) const {
     // Globs at every directory above the base.
     auto globs_at = [&](uint32_t n) {
@@ -94,13 +95,14 @@ public:
       stack.pop_back();
       for (auto i = nodes_[n].first_entry; i != none; i = entries_[i].next)
         f(i);
-      for (auto c = nodes_[n].first_child; c != none; c = nodes_[c].next_sibling)
+      for (auto c = nodes_[n].first_child; c != none;
+           c = nodes_[c].next_sibling)
         stack.push_back(c);
     }
   }
 
   /// Calls `f(task)` for every task whose scope covers `path`.
-  template <class F>
+  template<class F>
   void covering(const std::string& path, F&& f) const {
     entry probe{0, scope::glob{path}, none};
     candidates(probe, [&](size_t i) {
@@ -113,7 +115,7 @@ private:
   /// Follows `base` segment by segment from the root, calling `above(n)`
   /// for each node passed before the last; returns the last node, or
   /// `none` when the path is not in the trie.
-  template <class F>
+  template<class F>
   uint32_t walk(std::string_view base, F&& above) const {
     uint32_t at = 0;
     for_each_segment(base, [&](std::string_view name) {
@@ -142,7 +144,7 @@ private:
     return at;
   }
 
-  template <class F>
+  template<class F>
   static void for_each_segment(std::string_view path, F&& f) {
     size_t start = 0;
     while (start < path.size()) {
@@ -156,13 +158,16 @@ private:
 
   std::vector<entry> entries_;
   std::vector<node> nodes_;
-  std::unordered_map<child_key, uint32_t, child_key_hash> children_;
+  /// The trie's nodes come from one arena: built once, freed at once, and
+  /// close together in memory.
+  std::pmr::monotonic_buffer_resource arena_;
+  std::pmr::unordered_map<child_key, uint32_t, child_key_hash> children_{
+    &arena_};
 };
 
 } // namespace
 
-task_graph::task_graph(std::vector<task_spec> tasks,
-                       const graph_options& opts)
+task_graph::task_graph(std::vector<task_spec> tasks, const graph_options& opts)
   : tasks_(std::move(tasks)) {
   size_t n = tasks_.size();
   by_id_.reserve(n);
@@ -189,15 +194,15 @@ std::optional<size_t> task_graph::find(std::string_view id) const {
   return found->second;
 }
 
-void task_graph::add_conflict(size_t a, size_t b) {
-  conflicts_[a].push_back(b);
-  conflicts_[b].push_back(a);
-}
-
 void task_graph::build_conflicts(const graph_options& opts) {
   size_t n = tasks_.size();
-  conflicts_.assign(n, {});
   no_files_.assign(n, false);
+  // Pairs in both directions, sorted into one array at the end.
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  auto add_conflict = [&edges](size_t a, size_t b) {
+    edges.emplace_back(static_cast<uint32_t>(a), static_cast<uint32_t>(b));
+    edges.emplace_back(static_cast<uint32_t>(b), static_cast<uint32_t>(a));
+  };
   for (size_t i = 0; i < n; ++i)
     no_files_[i] = !tasks_[i].done && tasks_[i].files.empty();
   // Files: each entry is tested exactly against the index's candidates
@@ -218,24 +223,35 @@ void task_graph::build_conflicts(const graph_options& opts) {
       }
     });
   }
-  // Locks: every pair of holders.
-  std::unordered_map<std::string, std::vector<size_t>> holders;
-  for (size_t i = 0; i < n; ++i)
-    if (!tasks_[i].done)
-      for (const auto& lock : tasks_[i].locks)
-        holders[lock].push_back(i);
-  for (const auto& [lock, tasks] : holders)
-    for (size_t a = 0; a < tasks.size(); ++a)
-      for (size_t b = a + 1; b < tasks.size(); ++b)
-        add_conflict(tasks[a], tasks[b]);
+  // Locks: numbered, and kept as holder lists rather than pairs, so a
+  // lock shared by thousands of tasks costs memory linear in them.
+  std::unordered_map<std::string, uint32_t> lock_ids;
+  lock_ids_.assign(n, {});
+  holders_.clear();
+  for (size_t i = 0; i < n; ++i) {
+    if (tasks_[i].done)
+      continue;
+    for (const auto& lock : tasks_[i].locks) {
+      auto [it, fresh] = lock_ids.emplace(lock, holders_.size());
+      if (fresh)
+        holders_.emplace_back();
+      holders_[it->second].push_back(i);
+      lock_ids_[i].push_back(it->second);
+    }
+    std::sort(lock_ids_[i].begin(), lock_ids_[i].end());
+  }
   // Learned co-change pairs: a task covering one file against a task
   // covering the other.
   for (const auto& [x, y] : opts.co_change) {
     std::vector<size_t> xs;
     std::vector<size_t> ys;
     try {
-      index.covering(x, [&](size_t t) { xs.push_back(t); });
-      index.covering(y, [&](size_t t) { ys.push_back(t); });
+      index.covering(x, [&](size_t t) {
+        xs.push_back(t);
+      });
+      index.covering(y, [&](size_t t) {
+        ys.push_back(t);
+      });
     } catch (const std::invalid_argument&) {
       continue; // a learned path is a plain path; ignore anything odd
     }
@@ -244,11 +260,17 @@ void task_graph::build_conflicts(const graph_options& opts) {
         if (a != b)
           add_conflict(a, b);
   }
-  for (auto& partners : conflicts_) {
-    std::sort(partners.begin(), partners.end());
-    partners.erase(std::unique(partners.begin(), partners.end()),
-                   partners.end());
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  offsets_.assign(n + 1, 0);
+  partners_.clear();
+  partners_.reserve(edges.size());
+  for (const auto& [a, b] : edges) {
+    ++offsets_[a + 1];
+    partners_.push_back(b);
   }
+  for (size_t i = 0; i < n; ++i)
+    offsets_[i + 1] += offsets_[i];
 }
 
 bool task_graph::conflict(size_t a, size_t b) const {
@@ -256,8 +278,17 @@ bool task_graph::conflict(size_t a, size_t b) const {
     return false;
   if (no_files_[a] || no_files_[b])
     return true;
-  const auto& partners = conflicts_[a];
-  return std::binary_search(partners.begin(), partners.end(), b);
+  // A shared lock: both lists are short and sorted.
+  const auto& x = lock_ids_[a];
+  const auto& y = lock_ids_[b];
+  for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+    if (x[i] == y[j])
+      return true;
+    x[i] < y[j] ? ++i : ++j;
+  }
+  auto first = partners_.begin() + static_cast<ptrdiff_t>(offsets_[a]);
+  auto last = partners_.begin() + static_cast<ptrdiff_t>(offsets_[a + 1]);
+  return std::binary_search(first, last, static_cast<uint32_t>(b));
 }
 
 std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
@@ -267,6 +298,7 @@ std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
   for (size_t i = 0; i < n; ++i)
     if (no_files_[i])
       no_files.push_back(i);
+  std::vector<size_t> later;
   for (size_t i = 0; i < n; ++i) {
     if (tasks_[i].done)
       continue;
@@ -276,22 +308,26 @@ std::vector<std::pair<size_t, size_t>> task_graph::conflict_pairs() const {
           pairs.emplace_back(i, j);
       continue;
     }
-    // Merge the partners after i with the file-less tasks after i.
-    const auto& partners = conflicts_[i];
-    auto p = std::upper_bound(partners.begin(), partners.end(), i);
-    auto q = std::upper_bound(no_files.begin(), no_files.end(), i);
-    while (p != partners.end() || q != no_files.end()) {
-      size_t next;
-      if (q == no_files.end() || (p != partners.end() && *p < *q))
-        next = *p++;
-      else if (p == partners.end() || *q < *p)
-        next = *q++;
-      else {
-        next = *p++;
-        ++q;
-      }
-      pairs.emplace_back(i, next);
+    // The partners after i: by files, without files, and by locks.
+    later.clear();
+    auto first = partners_.begin() + static_cast<ptrdiff_t>(offsets_[i]);
+    auto last = partners_.begin() + static_cast<ptrdiff_t>(offsets_[i + 1]);
+    for (auto p = std::upper_bound(first, last, static_cast<uint32_t>(i));
+         p != last; ++p)
+      later.push_back(*p);
+    later.insert(later.end(), std::upper_bound(no_files.begin(),
+                                               no_files.end(), i),
+                 no_files.end());
+    for (auto lock : lock_ids_[i]) {
+      const auto& holders = holders_[lock];
+      later.insert(later.end(), std::upper_bound(holders.begin(),
+                                                 holders.end(), i),
+                   holders.end());
     }
+    std::sort(later.begin(), later.end());
+    later.erase(std::unique(later.begin(), later.end()), later.end());
+    for (auto j : later)
+      pairs.emplace_back(i, j);
   }
   return pairs;
 }
@@ -312,18 +348,22 @@ std::vector<size_t> task_graph::ready(const std::vector<bool>& finished,
   for (size_t i = 0; i < tasks_.size(); ++i) {
     if (tasks_[i].done || finished[i] || running[i])
       continue;
-    bool deps_met = std::all_of(deps_[i].begin(), deps_[i].end(), [&](size_t d) {
-      return tasks_[d].done || finished[d];
-    });
+    bool deps_met
+      = std::all_of(deps_[i].begin(), deps_[i].end(), [&](size_t d) {
+          return tasks_[d].done || finished[d];
+        });
     if (!deps_met)
       continue;
-    bool clashes = std::any_of(running_list.begin(), running_list.end(),
-                               [&](size_t r) { return conflict(i, r); });
+    bool clashes
+      = std::any_of(running_list.begin(), running_list.end(), [&](size_t r) {
+          return conflict(i, r);
+        });
     if (!clashes)
       result.push_back(i);
   }
-  std::sort(result.begin(), result.end(),
-            [this](size_t a, size_t b) { return before(a, b); });
+  std::sort(result.begin(), result.end(), [this](size_t a, size_t b) {
+    return before(a, b);
+  });
   return result;
 }
 
@@ -349,7 +389,9 @@ std::vector<std::vector<size_t>> simulate_waves(const task_graph& g,
   size_t n = g.size();
   // Deps still to finish per task; ready tasks kept in scheduling order.
   std::vector<size_t> waiting(n, 0);
-  auto order = [&g](size_t a, size_t b) { return g.before(a, b); };
+  auto order = [&g](size_t a, size_t b) {
+    return g.before(a, b);
+  };
   std::set<size_t, decltype(order)> ready(order);
   for (size_t i = 0; i < n; ++i) {
     if (g.task(i).done)

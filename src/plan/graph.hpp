@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,16 +87,20 @@ public:
 
 private:
   void build_conflicts(const graph_options& opts);
-  void add_conflict(size_t a, size_t b);
 
   std::vector<task_spec> tasks_;
   std::unordered_map<std::string, size_t> by_id_;
   std::vector<std::vector<size_t>> deps_;
   std::vector<std::vector<size_t>> dependents_;
-  /// Sorted conflict partners from files, locks and co-change (tasks
-  /// without files are kept apart in `no_files_`).
-  std::vector<std::vector<size_t>> conflicts_;
+  /// Conflict partners from files and co-change, sorted, as one
+  /// array: task i's are partners_[offsets_[i] .. offsets_[i + 1]). Tasks
+  /// without files are kept apart in `no_files_`.
+  std::vector<size_t> offsets_;
+  std::vector<uint32_t> partners_;
   std::vector<bool> no_files_;
+  /// Each task's locks as sorted numbers, and each lock's holders in order.
+  std::vector<std::vector<uint32_t>> lock_ids_;
+  std::vector<std::vector<size_t>> holders_;
 };
 
 /// The run simulated with unit durations: wave k holds the tasks that

@@ -234,11 +234,11 @@ std::string plan_text(const plan_result& plan, size_t width) {
       title = "[x] " + title;
       ++done;
     }
-    rows.push_back({task.id, title, task.deps.empty() ? "-" : join(task.deps),
-                    task.files.empty() ? "(none: runs alone)"
-                                       : join(task.files),
-                    task.locks.empty() ? "-" : join(task.locks),
-                    std::to_string(task.priority), gate});
+    rows.push_back(
+      {task.id, title, task.deps.empty() ? "-" : join(task.deps),
+       task.files.empty() ? "(none: runs alone)" : join(task.files),
+       task.locks.empty() ? "-" : join(task.locks),
+       std::to_string(task.priority), gate});
   }
   std::vector<size_t> widths(7, 0);
   for (const auto& row : rows)
@@ -254,12 +254,17 @@ std::string plan_text(const plan_result& plan, size_t width) {
     return sum;
   };
   const size_t flexible[] = {1, 2, 3, 4, 6};
+  // The title keeps a head start of ten columns: it says what the task is.
+  auto weight = [&](size_t c) {
+    return c == 1 ? widths[c] - std::min<size_t>(widths[c], 10) : widths[c];
+  };
+  // Columns never shrink below six: past that the table overflows.
   while (total() > width) {
-    size_t widest = flexible[0];
+    size_t widest = 0;
     for (auto c : flexible)
-      if (widths[c] > widths[widest])
+      if (widths[c] > 6 && (widest == 0 || weight(c) > weight(widest)))
         widest = c;
-    if (widths[widest] <= 6)
+    if (widest == 0)
       break;
     --widths[widest];
   }
@@ -305,9 +310,8 @@ std::string plan_text(const plan_result& plan, size_t width) {
   out << '\n'
       << g.size() << " task" << (g.size() == 1 ? "" : "s") << " (" << done
       << " done), " << plan.conflicts.size() << " conflicting pair"
-      << (plan.conflicts.size() == 1 ? "" : "s") << ", "
-      << plan.waves.size() << " wave" << (plan.waves.size() == 1 ? "" : "s")
-      << '\n';
+      << (plan.conflicts.size() == 1 ? "" : "s") << ", " << plan.waves.size()
+      << " wave" << (plan.waves.size() == 1 ? "" : "s") << '\n';
   return out.str();
 }
 

@@ -13,6 +13,9 @@ constexpr size_t max_alternatives = 64;
 /// Longer patterns are refused: intersection costs the product of lengths.
 constexpr size_t max_pattern = 1024;
 
+/// The most product-automaton states one intersection test may explore.
+constexpr size_t max_product_states = size_t{1} << 22;
+
 bool is_meta(char c) {
   return c == '*' || c == '?' || c == '[' || c == '{';
 }
@@ -90,7 +93,7 @@ glob::glob(std::string_view pattern) : pattern_(pattern) {
     throw std::invalid_argument("longer than 1024 characters");
   literal_ = !is_glob(pattern);
   if (literal_) {
-    base_ = pattern_;
+    base_size_ = pattern_.size();
     return;
   }
   // The base: whole leading segments without glob syntax.
@@ -101,7 +104,7 @@ glob::glob(std::string_view pattern) : pattern_(pattern) {
     if (pattern[i] == '/')
       cut = i;
   }
-  base_ = pattern_.substr(0, cut);
+  base_size_ = cut;
   std::string full = pattern_;
   if (full.back() == '/')
     full += "**";
@@ -166,14 +169,10 @@ glob::glob(std::string_view pattern) : pattern_(pattern) {
 
 bool glob::token_accepts(const token& t, unsigned char c) const {
   switch (t.kind) {
-    case token::literal:
-      return t.ch == c;
-    case token::any_but_slash:
-      return c != '/';
-    case token::any:
-      return true;
-    case token::cls:
-      return classes_[t.ch].test(c);
+    case token::literal: return t.ch == c;
+    case token::any_but_slash: return c != '/';
+    case token::any: return true;
+    case token::cls: return classes_[t.ch].test(c);
   }
   return false;
 }
@@ -251,9 +250,18 @@ bool intersects(const glob& a, const glob& b) {
   if (b.literal_)
     return a.matches(b.pattern_);
   // Every path of a glob lies under its base: disjoint bases never meet.
-  if (!is_segment_prefix(a.base_, b.base_)
-      && !is_segment_prefix(b.base_, a.base_))
+  if (!is_segment_prefix(a.base(), b.base())
+      && !is_segment_prefix(b.base(), a.base()))
     return false;
+  // Pathological patterns (hundreds of tokens times dozens of alternatives)
+  // would cost billions of steps; past this budget they are assumed to
+  // intersect, the conservative answer. Real scopes stay far below it.
+  size_t work = 0;
+  for (const auto& xs : a.alternatives_)
+    for (const auto& ys : b.alternatives_)
+      work += (xs.size() + 1) * (ys.size() + 1);
+  if (work > max_product_states)
+    return true;
   // Searches the product automaton for a path both accept.
   std::vector<char> seen;
   std::vector<std::pair<size_t, size_t>> stack;

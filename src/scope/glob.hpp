@@ -7,7 +7,9 @@
 // `[abc]`, `[a-z]`, `[!x]` one character of a class (never `/`), and
 // `{a,b}` alternatives. A trailing `/` means the whole directory (`dir/**`).
 // All of this is a regular language, so matching and intersection are
-// exact: two globs intersect exactly when some path matches both.
+// exact: two globs intersect exactly when some path matches both. (Only
+// pathological pairs, whose product automaton would exceed four million
+// states, are assumed to intersect without the search.)
 #pragma once
 
 #include <bitset>
@@ -43,8 +45,8 @@ public:
   /// The leading whole segments free of glob syntax: "src/auth" for
   /// "src/auth/*.ts", "" for "**/x", the path itself for a literal. Every
   /// path the entry matches lies at or below it.
-  const std::string& base() const {
-    return base_;
+  std::string_view base() const {
+    return std::string_view{pattern_}.substr(0, base_size_);
   }
 
   /// Whether `path` (a normalised repository path) matches.
@@ -69,7 +71,8 @@ private:
                           const token& y);
 
   std::string pattern_;
-  std::string base_;
+  /// The base is the pattern's first `base_size_` characters.
+  size_t base_size_ = 0;
   bool literal_ = true;
   /// One token sequence per brace alternative; empty for a literal.
   std::vector<std::vector<token>> alternatives_;

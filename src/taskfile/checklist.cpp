@@ -160,8 +160,9 @@ std::vector<raw_task> read_checklist(std::string_view text,
         if (std::find(keys.begin(), keys.end(), name) != keys.end()) {
           auto found = current->fields.find(name);
           if (found != current->fields.end()) {
-            errors.push_back({number, name + ": given twice for this task "
-                                        "(first on line "
+            errors.push_back({number, name
+                                        + ": given twice for this task "
+                                          "(first on line "
                                         + std::to_string(found->second.line)
                                         + ")"});
           } else {

@@ -19,8 +19,8 @@ const std::vector<std::string>& scheduling_fields() {
 /// Prose labels: known, kept in the prompt, never a gate.
 const std::vector<std::string>& prose_fields() {
   static const std::vector<std::string> names{
-    "stories", "tdd", "out_of_scope", "spec", "what_to_build", "acceptance",
-    "how_verified"};
+    "stories",       "tdd",        "out_of_scope", "spec",
+    "what_to_build", "acceptance", "how_verified"};
   return names;
 }
 
@@ -80,7 +80,8 @@ heading task_heading(std::string_view s, std::string& number,
                      std::string_view& title) {
   s = trim(s);
   size_t digits = 0;
-  while (digits < s.size() && std::isdigit(static_cast<unsigned char>(s[digits])))
+  while (digits < s.size()
+         && std::isdigit(static_cast<unsigned char>(s[digits])))
     ++digits;
   if (digits == 0)
     return heading::none;
@@ -258,7 +259,8 @@ read_headings(std::string_view text,
       while (n + 1 < lines.size() && indentation(lines[n + 1]) > label_indent
              && !trim(lines[n + 1]).empty()) {
         auto item = trim(lines[++n]);
-        if (!item.empty() && (item[0] == '-' || item[0] == '*' || item[0] == '+'))
+        if (!item.empty()
+            && (item[0] == '-' || item[0] == '*' || item[0] == '+'))
           item = trim(item.substr(1));
         if (text_value.empty())
           value_line = n + 1;

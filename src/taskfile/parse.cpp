@@ -42,11 +42,11 @@ parse_result parse(std::string_view text, const std::string& file,
       {0, opts.format == "headings" && opts.parser_command.empty()
             ? "no tasks found in " + file
                 + " (a headings task is a line like \"### 1. [ ] Title\")"
-            : opts.parser_command.empty()
-              ? "no tasks found in " + file
-                  + " (a checklist task is a line like \"- [ ] Title\"; "
-                    "use --format headings for \"### 1. [ ] Title\")"
-              : "the parser command found no tasks in " + file});
+          : opts.parser_command.empty()
+            ? "no tasks found in " + file
+                + " (a checklist task is a line like \"- [ ] Title\"; "
+                  "use --format headings for \"### 1. [ ] Title\")"
+            : "the parser command found no tasks in " + file});
   }
   auto tasks = validate(std::move(raw), opts, errors);
   if (errors.empty()) {

@@ -28,9 +28,9 @@ void close_fd(int& fd) {
 
 } // namespace
 
-std::optional<std::string> run_parser_command(std::string_view text,
-                                              const parse_options& opts,
-                                              std::vector<parse_error>& errors) {
+std::optional<std::string>
+run_parser_command(std::string_view text, const parse_options& opts,
+                   std::vector<parse_error>& errors) {
   proc::spawn_options spawn_opts;
   spawn_opts.argv = {"/bin/sh", "-c", opts.parser_command};
   spawn_opts.cwd = opts.working_directory;
@@ -77,9 +77,8 @@ std::optional<std::string> run_parser_command(std::string_view text,
     nfds_t count = 0;
     for (int fd : {child.stdin_fd, child.stdout_fd, child.stderr_fd})
       if (fd >= 0)
-        fds[count++] = {fd, static_cast<short>(fd == child.stdin_fd ? POLLOUT
-                                                                    : POLLIN),
-                        0};
+        fds[count++] = {
+          fd, static_cast<short>(fd == child.stdin_fd ? POLLOUT : POLLIN), 0};
     if (::poll(fds, count, static_cast<int>(std::min<long long>(left, 1000)))
         < 0) {
       if (errno == EINTR)

@@ -12,9 +12,9 @@ using nlohmann::json;
 
 const std::vector<std::string>& task_keys() {
   static const std::vector<std::string> keys{
-    "id",      "index",      "line",  "title", "done",       "deps",
-    "files",   "locks",      "priority", "verify", "run",    "agent",
-    "model",   "risk",       "timeout_ms", "held", "hold_reason", "body"};
+    "id",    "index", "line",       "title",  "done",        "deps",
+    "files", "locks", "priority",   "verify", "run",         "agent",
+    "model", "risk",  "timeout_ms", "held",   "hold_reason", "body"};
   return keys;
 }
 
@@ -45,8 +45,8 @@ std::vector<raw_task> read_parser_output(std::string_view json_text,
       for (const auto& e : reported) {
         if (e.is_object() && e.contains("message") && e["message"].is_string()
             && (!e.contains("line") || e["line"].is_number_unsigned()))
-          errors.push_back({e.value("line", size_t{0}),
-                            e["message"].get<std::string>()});
+          errors.push_back(
+            {e.value("line", size_t{0}), e["message"].get<std::string>()});
         else
           errors.push_back({0, "the parser command reported a malformed "
                                "error (want {\"line\": N, \"message\": "
@@ -79,8 +79,8 @@ std::vector<raw_task> read_parser_output(std::string_view json_text,
       if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
         auto suggestion = near_miss(key, keys);
         fail("unknown field \"" + key + "\""
-             + (suggestion.empty() ? "" : "; did you mean \"" + suggestion
-                                            + "\"?"));
+             + (suggestion.empty() ? ""
+                                   : "; did you mean \"" + suggestion + "\"?"));
         continue;
       }
       if (key == "line" || key == "index")

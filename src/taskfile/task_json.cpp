@@ -6,7 +6,7 @@ namespace taskforce::taskfile {
 
 namespace {
 
-template <class T>
+template<class T>
 nlohmann::ordered_json or_null(const std::optional<T>& value) {
   return value ? nlohmann::ordered_json(*value)
                : nlohmann::ordered_json(nullptr);

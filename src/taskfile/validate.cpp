@@ -102,7 +102,8 @@ std::string dedent(const std::string& body) {
     if (trim(line).empty())
       continue;
     size_t spaces = 0;
-    while (spaces < line.size() && (line[spaces] == ' ' || line[spaces] == '\t'))
+    while (spaces < line.size()
+           && (line[spaces] == ' ' || line[spaces] == '\t'))
       ++spaces;
     common = std::min(common, spaces);
   }
@@ -256,10 +257,9 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     }
     auto [at, fresh] = by_id.emplace(task.id, i);
     if (!fresh)
-      errors.push_back({id_line, "duplicate id " + quoted(task.id)
-                                   + " (first used on line "
-                                   + std::to_string(tasks[at->second].line)
-                                   + ")"});
+      errors.push_back(
+        {id_line, "duplicate id " + quoted(task.id) + " (first used on line "
+                    + std::to_string(tasks[at->second].line) + ")"});
   }
   std::vector<std::vector<size_t>> edges(raw.size());
   for (size_t i = 0; i < raw.size(); ++i) {
@@ -358,8 +358,8 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
         } else {
           int64_t number = 0;
           if (!parse_integer(item, number) || number < 1
-              || static_cast<uint64_t>(number) > tasks.size()
-              || item[0] == '+' || item[0] == '-') {
+              || static_cast<uint64_t>(number) > tasks.size() || item[0] == '+'
+              || item[0] == '-') {
             fail(f, "deps: unknown task " + quoted(item)
                       + " (neither an id nor an item number 1.."
                       + std::to_string(tasks.size()) + ")");
@@ -368,8 +368,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
           target = static_cast<size_t>(number - 1);
         }
         if (target == i) {
-          fail(f, "deps: task " + quoted(task.id)
-                    + " cannot depend on itself");
+          fail(f, "deps: task " + quoted(task.id) + " cannot depend on itself");
           continue;
         }
         if (std::find(edges[i].begin(), edges[i].end(), target)
@@ -378,8 +377,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
       }
     }
     if (opts.sequential_deps && i > 0
-        && std::find(edges[i].begin(), edges[i].end(), i - 1)
-             == edges[i].end())
+        && std::find(edges[i].begin(), edges[i].end(), i - 1) == edges[i].end())
       edges[i].push_back(i - 1);
     task.held = r.held;
     task.hold_reason = r.hold_reason;

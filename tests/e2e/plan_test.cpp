@@ -47,11 +47,11 @@ fs::path example(const char* name) {
 std::map<std::string, std::string> snapshot(const fs::path& dir) {
   std::map<std::string, std::string> files;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    auto stamp = e.is_regular_file()
-                   ? std::to_string(e.file_size()) + "@"
-                       + std::to_string(
-                         e.last_write_time().time_since_epoch().count())
-                   : "dir";
+    auto stamp
+      = e.is_regular_file()
+          ? std::to_string(e.file_size()) + "@"
+              + std::to_string(e.last_write_time().time_since_epoch().count())
+          : "dir";
     files[fs::relative(e.path(), dir).string()] = stamp;
   }
   return files;
@@ -69,9 +69,8 @@ struct repo_fixture {
 
 CAF_TEST(the seed checklist example plans to the documented JSON) {
   repo_fixture repo;
-  auto r = taskforce_cli({"plan", example("tasks.example.md").string(),
-                          "--json"},
-                         repo.dir.path());
+  auto r = taskforce_cli(
+    {"plan", example("tasks.example.md").string(), "--json"}, repo.dir.path());
   CAF_CHECK_EQUAL(r.status, 0);
   CAF_CHECK_EQUAL(r.err, "");
   auto expected = json::parse(R"({
@@ -122,16 +121,15 @@ CAF_TEST(the seed headings example plans with the heading number as id) {
 
 CAF_TEST(the locks example shows conflicts waves done and held tasks) {
   repo_fixture repo;
-  auto r = taskforce_cli({"plan", "--json",
-                          example("tasks.locks.example.md").string()},
-                         repo.dir.path());
+  auto r = taskforce_cli(
+    {"plan", "--json", example("tasks.locks.example.md").string()},
+    repo.dir.path());
   CAF_CHECK_EQUAL(r.status, 0);
   auto plan = json::parse(r.out);
   CAF_CHECK_EQUAL(plan["conflicts"],
                   json::parse(R"([["users-table", "orders-table"],
                                   ["auth", "cache"]])"));
-  CAF_CHECK_EQUAL(plan["waves"],
-                  json::parse(R"([["users-table", "auth", "t5"],
+  CAF_CHECK_EQUAL(plan["waves"], json::parse(R"([["users-table", "auth", "t5"],
                                   ["orders-table", "router", "cache"]])"));
   const auto& tasks = plan["tasks"];
   CAF_CHECK_EQUAL(tasks[0]["files"], json::parse(R"(["db/migrations/"])"));
@@ -221,8 +219,7 @@ CAF_TEST(options override the config and bad usage exits 2) {
   auto seq_plan = json::parse(seq.out);
   CAF_CHECK_EQUAL(seq_plan["waves"],
                   json::parse(R"([["t1"], ["t2"], ["t3"]])"));
-  auto one = taskforce_cli({"plan", "T.md", "--json", "--max-concurrency",
-                            "1"},
+  auto one = taskforce_cli({"plan", "T.md", "--json", "--max-concurrency", "1"},
                            repo.dir.path());
   auto one_plan = json::parse(one.out);
   CAF_CHECK_EQUAL(one_plan["waves"].size(), 3u);
@@ -230,8 +227,7 @@ CAF_TEST(options override the config and bad usage exits 2) {
                  R"({"run": {"maxConcurrency": 2, "sequentialDeps": false}})");
   auto cfg = taskforce_cli({"plan", "T.md", "--json"}, repo.dir.path());
   auto cfg_plan = json::parse(cfg.out);
-  CAF_CHECK_EQUAL(cfg_plan["waves"],
-                  json::parse(R"([["t1", "t2"], ["t3"]])"));
+  CAF_CHECK_EQUAL(cfg_plan["waves"], json::parse(R"([["t1", "t2"], ["t3"]])"));
   CAF_CHECK_EQUAL(taskforce_cli({"plan"}, repo.dir.path()).status, 2);
   CAF_CHECK_EQUAL(taskforce_cli({"plan", "nope.md"}, repo.dir.path()).status,
                   2);
@@ -292,4 +288,42 @@ CAF_TEST(a custom parser command is run and its output validated) {
                               repo.dir.path());
   CAF_CHECK_EQUAL(failed.status, 2);
   CAF_CHECK(failed.err.find("failed (exit 3): broken") != std::string::npos);
+}
+
+CAF_TEST(the config picks the headings format and sequential deps) {
+  repo_fixture repo;
+  repo.dir.write(".taskforce/config.json",
+                 R"({"run": {"taskFormat": "headings", "sequentialDeps": true,
+                             "approvalRisks": ["high"],
+                             "fields": {"Scope": "files"}}})");
+  repo.dir.write("tasks.md", "# Feature\n"
+                             "### 1. [x] Scaffold\n"
+                             "- **Files:** `src/app.ts`\n"
+                             "### 2. [ ] [design] Login page\n"
+                             "- **Scope:** `web/login/`\n"
+                             "- **Risk:** High\n"
+                             "- **Verify:** `npm run e2e -- login`\n"
+                             "### 3. [ ] Session store\n"
+                             "- **Scope:** `src/session.ts`\n"
+                             "- **Timeout:** 5m\n");
+  auto r = taskforce_cli({"plan", "tasks.md", "--json"}, repo.dir.path());
+  CAF_CHECK_EQUAL(r.status, 0);
+  auto plan = json::parse(r.out);
+  const auto& tasks = plan["tasks"];
+  CAF_REQUIRE_EQUAL(tasks.size(), 3u);
+  CAF_CHECK_EQUAL(tasks[0]["done"], true);
+  CAF_CHECK_EQUAL(tasks[1]["title"], "Login page");
+  CAF_CHECK_EQUAL(tasks[1]["deps"], json::parse(R"(["1"])"));
+  CAF_CHECK_EQUAL(tasks[1]["files"], json::parse(R"(["web/login/"])"));
+  CAF_CHECK_EQUAL(tasks[1]["verify"], "npm run e2e -- login");
+  CAF_CHECK_EQUAL(tasks[2]["deps"], json::parse(R"(["2"])"));
+  CAF_CHECK_EQUAL(tasks[2]["timeout_ms"], 300000);
+  CAF_CHECK_EQUAL(plan["waves"], json::parse(R"([["2"], ["3"]])"));
+  auto text = taskforce_cli({"plan", "tasks.md"}, repo.dir.path());
+  CAF_CHECK(text.out.find("[approval] npm run e2e") != std::string::npos);
+  // --format on the command line wins over the config.
+  auto checklist = taskforce_cli({"plan", "tasks.md", "--format", "checklist"},
+                                 repo.dir.path());
+  CAF_CHECK_EQUAL(checklist.status, 2);
+  CAF_CHECK(checklist.err.find("no tasks found") != std::string::npos);
 }

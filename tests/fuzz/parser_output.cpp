@@ -11,8 +11,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   taskforce::taskfile::parse_options opts;
   taskforce::taskfile::parse_result result;
   auto raw = taskforce::taskfile::read_parser_output(text, result.errors);
-  auto tasks = taskforce::taskfile::validate(std::move(raw), opts,
-                                             result.errors);
+  auto tasks
+    = taskforce::taskfile::validate(std::move(raw), opts, result.errors);
   if (result.errors.empty())
     result.tasks = std::move(tasks);
   // Lines come from the parser's own claims: only their presence is checked.

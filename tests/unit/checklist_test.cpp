@@ -79,10 +79,10 @@ CAF_TEST(every key is read and keys are case insensitive) {
   CAF_REQUIRE(r.ok());
   const auto& t = r.tasks[0];
   CAF_CHECK_EQUAL(t.id, "mig");
-  CAF_CHECK_EQUAL(t.files, (std::vector<std::string>{"db/schema.sql",
-                                                     "db/migrations/"}));
-  CAF_CHECK_EQUAL(t.locks, (std::vector<std::string>{"db-migration",
-                                                     "staging"}));
+  CAF_CHECK_EQUAL(
+    t.files, (std::vector<std::string>{"db/schema.sql", "db/migrations/"}));
+  CAF_CHECK_EQUAL(t.locks,
+                  (std::vector<std::string>{"db-migration", "staging"}));
   CAF_CHECK_EQUAL(t.priority, -3);
   CAF_CHECK_EQUAL(t.verify.value_or(""), "make check");
   CAF_CHECK_EQUAL(t.agent.value_or(""), "coder");
@@ -185,7 +185,8 @@ CAF_TEST(verify is disabled by false no none and dash in any case) {
   CAF_CHECK(!disables_gate("make test"));
 }
 
-CAF_TEST(a body matching the hold pattern holds the task with the matched text) {
+CAF_TEST(
+  a body matching the hold pattern holds the task with the matched text) {
   auto r = read("- [ ] Pick a database\n"
                 "  files: db/\n"
                 "  [NEEDS DECISION: postgres or sqlite]\n"
@@ -227,25 +228,25 @@ CAF_TEST(sequential deps chain the tasks in file order) {
 }
 
 CAF_TEST(every error is reported with the line of its value) {
-  auto r = read("- [ ] A\n"                      // 1
-                "  fles: a.txt\n"                // 2
-                "  priorty: 1\n"                 // 3
-                "  deps: t9\n"                   // 4
-                "- [ ] B\n"                      // 5
-                "  id: b\n"                      // 6
-                "  priority: high\n"             // 7
-                "  timeout: soon\n"              // 8
-                "  model: gpt4\n"                // 9
+  auto r = read("- [ ] A\n"                                 // 1
+                "  fles: a.txt\n"                           // 2
+                "  priorty: 1\n"                            // 3
+                "  deps: t9\n"                              // 4
+                "- [ ] B\n"                                 // 5
+                "  id: b\n"                                 // 6
+                "  priority: high\n"                        // 7
+                "  timeout: soon\n"                         // 8
+                "  model: gpt4\n"                           // 9
                 "  files: /etc/passwd, ../x, .git/config\n" // 10
-                "- [ ] C\n"                      // 11
-                "  id: b\n"                      // 12
-                "  deps: b, c\n"                 // 13
-                "-  [y] bad box\n"               // 14
-                "- [ ] D\n"                      // 15
-                "  locks: two words\n"           // 16
-                "  agent: \n"                    // 17
-                "  files: src/[ab\n"             // 18
-                "  files: again\n");             // 19
+                "- [ ] C\n"                                 // 11
+                "  id: b\n"                                 // 12
+                "  deps: b, c\n"                            // 13
+                "-  [y] bad box\n"                          // 14
+                "- [ ] D\n"                                 // 15
+                "  locks: two words\n"                      // 16
+                "  agent: \n"                               // 17
+                "  files: src/[ab\n"                        // 18
+                "  files: again\n");                        // 19
   CAF_CHECK(!r.ok());
   CAF_CHECK(r.tasks.empty());
   CAF_MESSAGE(errors_of(r));

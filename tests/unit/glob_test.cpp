@@ -107,3 +107,15 @@ CAF_TEST(coverage accepts declared paths and refuses the rest) {
   CAF_CHECK(!scope.covers("src/auth"));
   CAF_CHECK(!covers({}, "anything"));
 }
+
+CAF_TEST(pathological pairs are answered at once and conservatively) {
+  // 64 alternatives of ~250 tokens each, twice: billions of product states.
+  std::string a = "x/{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}" + std::string(240, '?')
+                  + "*1";
+  std::string b = "x/{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}" + std::string(240, '?')
+                  + "*2";
+  CAF_CHECK(intersects(a, b));
+  // A path matching one of them is still decided exactly.
+  CAF_CHECK(glob{a}.matches("x/acegik" + std::string(240, 'z') + "q1"));
+  CAF_CHECK(!glob{a}.matches("x/acegik" + std::string(240, 'z') + "q2"));
+}

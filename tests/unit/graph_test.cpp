@@ -34,7 +34,8 @@ using pairs = std::vector<std::pair<size_t, size_t>>;
 
 } // namespace
 
-CAF_TEST(shared files and intersecting globs conflict while disjoint ones do not) {
+CAF_TEST(
+  shared files and intersecting globs conflict while disjoint ones do not ) {
   auto g = graph_of({
     make("a", {"src/auth/**"}),
     make("b", {"src/auth/cache.ts"}),
@@ -118,26 +119,28 @@ CAF_TEST(ready tasks come by priority then file order and avoid running ones) {
   running[3] = true;
   CAF_CHECK_EQUAL(g.ready(finished, running), (std::vector<size_t>{1, 0}));
   running[3] = false;
-  CAF_CHECK_EQUAL(g.ready(finished, running), (std::vector<size_t>{2, 1, 0, 3}));
+  CAF_CHECK_EQUAL(g.ready(finished, running),
+                  (std::vector<size_t>{2, 1, 0, 3}));
   // pick keeps the chosen ones compatible with each other.
-  CAF_CHECK_EQUAL(g.pick(finished, running, 10), (std::vector<size_t>{2, 1, 0}));
+  CAF_CHECK_EQUAL(g.pick(finished, running, 10),
+                  (std::vector<size_t>{2, 1, 0}));
   CAF_CHECK_EQUAL(g.pick(finished, running, 2), (std::vector<size_t>{2, 1}));
   finished[0] = true;
-  CAF_CHECK_EQUAL(g.ready(finished, running), (std::vector<size_t>{2, 1, 3, 4}));
+  CAF_CHECK_EQUAL(g.ready(finished, running),
+                  (std::vector<size_t>{2, 1, 3, 4}));
 }
 
 CAF_TEST(the index finds conflicts among many tasks like the naive check) {
   // A mix of literals, globs at several depths and root globs.
   std::vector<task_spec> tasks;
-  const char* shapes[] = {"m%d/a.ts",   "m%d/*.ts",  "m%d/**",     "m%d/x/",
-                          "m%d/b/c.ts", "*.md",      "m%d/?.ts",   "**/c.ts",
-                          "m%d/b/*",    "m%d/{a,b}.ts"};
+  const char* shapes[]
+    = {"m%d/a.ts", "m%d/*.ts", "m%d/**",  "m%d/x/",  "m%d/b/c.ts",
+       "*.md",     "m%d/?.ts", "**/c.ts", "m%d/b/*", "m%d/{a,b}.ts"};
   for (int i = 0; i < 60; ++i) {
     char buffer[64];
     std::vector<std::string> files;
     for (int k = 0; k < 2; ++k) {
-      std::snprintf(buffer, sizeof buffer, shapes[(i * 3 + k * 7) % 10],
-                    i % 4);
+      std::snprintf(buffer, sizeof buffer, shapes[(i * 3 + k * 7) % 10], i % 4);
       files.emplace_back(buffer);
     }
     tasks.push_back(make("t" + std::to_string(i), files));
@@ -155,4 +158,16 @@ CAF_TEST(the index finds conflicts among many tasks like the naive check) {
     }
   CAF_CHECK_EQUAL(g.conflict_pairs(), naive);
   CAF_CHECK(!naive.empty());
+}
+
+CAF_TEST(a lock shared by a thousand tasks serialises all of them) {
+  std::vector<task_spec> tasks;
+  for (int i = 0; i < 1000; ++i)
+    tasks.push_back(make("t" + std::to_string(i), {"f" + std::to_string(i)},
+                         {"db", "lock" + std::to_string(i % 7)}));
+  auto g = graph_of(tasks);
+  CAF_CHECK(g.conflict(0, 999));
+  CAF_CHECK(g.conflict(999, 0));
+  CAF_CHECK_EQUAL(g.conflict_pairs().size(), 1000u * 999u / 2u);
+  CAF_CHECK_EQUAL(simulate_waves(g, 3).size(), 1000u);
 }

@@ -45,13 +45,14 @@ CAF_TEST(the seed example parses and how verified is never a gate) {
   CAF_CHECK_EQUAL(t.id, "1");
   CAF_CHECK_EQUAL(t.line, 3u);
   CAF_CHECK_EQUAL(t.title, "Add the cache layer");
-  CAF_CHECK_EQUAL(t.files, (std::vector<std::string>{"src/auth/cache.ts",
-                                                     "src/auth/cache.test.ts"}));
+  CAF_CHECK_EQUAL(t.files, (std::vector<std::string>{
+                             "src/auth/cache.ts", "src/auth/cache.test.ts"}));
   CAF_CHECK_EQUAL(t.risk.value_or(""), "\xF0\x9F\x9F\xA0");
   CAF_CHECK(!t.verify);
   // Prose labels and the acceptance checklist stay in the prompt; the
   // scheduling labels leave it.
-  CAF_CHECK(t.body.find("**What to build:** a small cache") != std::string::npos);
+  CAF_CHECK(t.body.find("**What to build:** a small cache")
+            != std::string::npos);
   CAF_CHECK(t.body.find("- [ ] a miss re-fetches") != std::string::npos);
   CAF_CHECK(t.body.find("**How verified") != std::string::npos);
   CAF_CHECK(t.body.find("**Files:**") == std::string::npos);
@@ -92,8 +93,8 @@ CAF_TEST(every scheduling label is read and backticks are stripped) {
   CAF_CHECK_EQUAL(t.timeout_ms.value_or(0), 30000);
   CAF_CHECK_EQUAL(t.deps, (std::vector<std::string>{"1"}));
   CAF_CHECK(t.needs_approval);
-  CAF_CHECK_EQUAL(t.files, (std::vector<std::string>{"web/page.tsx",
-                                                     "web/styles/"}));
+  CAF_CHECK_EQUAL(t.files,
+                  (std::vector<std::string>{"web/page.tsx", "web/styles/"}));
 }
 
 CAF_TEST(labels can be remapped through config) {
@@ -145,15 +146,15 @@ CAF_TEST(holds apply to headings tasks too) {
 }
 
 CAF_TEST(headings errors carry their lines) {
-  auto r = read("### 1. [ ] A\n"           // 1
-                "- **Fles:** a\n"          // 2
-                "- **Priority:** soon\n"   // 3
-                "### 1. [ ] Again\n"       // 4
-                "- **Deps:** 9\n"          // 5
-                "### 3 [ ] no dot\n"       // 6
-                "### 4. [] empty box\n"    // 7
-                "### 5. [ ]\n"             // 8
-                "- **Files:** `/abs`\n");  // 9
+  auto r = read("### 1. [ ] A\n"          // 1
+                "- **Fles:** a\n"         // 2
+                "- **Priority:** soon\n"  // 3
+                "### 1. [ ] Again\n"      // 4
+                "- **Deps:** 9\n"         // 5
+                "### 3 [ ] no dot\n"      // 6
+                "### 4. [] empty box\n"   // 7
+                "### 5. [ ]\n"            // 8
+                "- **Files:** `/abs`\n"); // 9
   CAF_CHECK(!r.ok());
   CAF_CHECK(has_error(r, 2, "did you mean \"files\""));
   CAF_CHECK(has_error(r, 3, "not an integer"));

@@ -14,8 +14,7 @@ std::string norm(const char* raw) {
 
 bool refused(const char* raw, const char* why) {
   auto result = normalize_path(raw);
-  return result.path.empty()
-         && result.error.find(why) != std::string::npos;
+  return result.path.empty() && result.error.find(why) != std::string::npos;
 }
 
 } // namespace

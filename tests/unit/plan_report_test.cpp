@@ -30,9 +30,9 @@ CAF_TEST(the plan JSON holds every task as task_to_json renders it) {
   auto doc = json::parse(plan::plan_json(plan));
   CAF_REQUIRE_EQUAL(doc["tasks"].size(), 3u);
   for (size_t i = 0; i < 3; ++i)
-    CAF_CHECK_EQUAL(doc["tasks"][i],
-                    json::parse(taskfile::task_to_json(plan.graph->task(i))
-                                  .dump()));
+    CAF_CHECK_EQUAL(
+      doc["tasks"][i],
+      json::parse(taskfile::task_to_json(plan.graph->task(i)).dump()));
   CAF_CHECK_EQUAL(doc["tasks"][0]["title"], "Quote \"this\" and \\ that");
   CAF_CHECK_EQUAL(doc["tasks"][0]["timeout_ms"], 2000);
   CAF_CHECK_EQUAL(doc["conflicts"], json::parse(R"([["t1", "t3"]])"));
@@ -40,7 +40,7 @@ CAF_TEST(the plan JSON holds every task as task_to_json renders it) {
   CAF_CHECK(doc["errors"].empty());
 }
 
-CAF_TEST(bytes that are not UTF-8 still print as valid JSON) {
+CAF_TEST(bytes that are not UTF - 8 still print as valid JSON) {
   auto plan = plan_of("- [ ] Bad \xFF byte and \x01 control \xE2\x82\n"
                       "  files: a\n");
   auto doc = json::parse(plan::plan_json(plan));
@@ -55,8 +55,7 @@ CAF_TEST(errors print with empty tasks conflicts and waves) {
   CAF_CHECK(doc["tasks"].empty());
   CAF_CHECK(doc["conflicts"].empty());
   CAF_CHECK(doc["waves"].empty());
-  CAF_CHECK_EQUAL(doc["errors"],
-                  json::parse(R"([{"line": 2,
+  CAF_CHECK_EQUAL(doc["errors"], json::parse(R"([{"line": 2,
                     "message": "priority: \"x\" is not an integer"}])"));
 }
 

@@ -43,10 +43,10 @@ CAF_TEST(independent tasks share a wave up to the concurrency limit) {
 }
 
 CAF_TEST(deps wait for the wave after their last dependency) {
-  CAF_CHECK_EQUAL(waves_of({make("a", {"a"}), make("b", {"b"}),
-                            make("c", {"c"}, {"a", "b"})},
-                           3),
-                  "a b | c");
+  CAF_CHECK_EQUAL(
+    waves_of({make("a", {"a"}), make("b", {"b"}), make("c", {"c"}, {"a", "b"})},
+             3),
+    "a b | c");
 }
 
 CAF_TEST(conflicting tasks go to later waves and others fill the slots) {
@@ -57,16 +57,16 @@ CAF_TEST(conflicting tasks go to later waves and others fill the slots) {
 }
 
 CAF_TEST(higher priority is chosen first and a wave lists the choice order) {
-  CAF_CHECK_EQUAL(waves_of({make("a", {"x"}), make("b", {"x"}, {}, 2),
-                            make("c", {"y"}, {}, 1)},
-                           3),
-                  "b c | a");
+  CAF_CHECK_EQUAL(
+    waves_of(
+      {make("a", {"x"}), make("b", {"x"}, {}, 2), make("c", {"y"}, {}, 1)}, 3),
+    "b c | a");
 }
 
 CAF_TEST(a task without files runs alone) {
-  CAF_CHECK_EQUAL(waves_of({make("a", {"a"}), make("b", {}), make("c", {"c"})},
-                           3),
-                  "a c | b");
+  CAF_CHECK_EQUAL(
+    waves_of({make("a", {"a"}), make("b", {}), make("c", {"c"})}, 3),
+    "a c | b");
 }
 
 CAF_TEST(done tasks appear in no wave and satisfy dependents) {
@@ -79,9 +79,10 @@ CAF_TEST(done tasks appear in no wave and satisfy dependents) {
 CAF_TEST(a chain of thousands of tasks plans in one wave each) {
   std::vector<task_spec> tasks;
   for (int i = 0; i < 3000; ++i)
-    tasks.push_back(make("t" + std::to_string(i), {"f" + std::to_string(i)},
-                         i ? std::vector<std::string>{"t" + std::to_string(i - 1)}
-                           : std::vector<std::string>{}));
+    tasks.push_back(
+      make("t" + std::to_string(i), {"f" + std::to_string(i)},
+           i ? std::vector<std::string>{"t" + std::to_string(i - 1)}
+             : std::vector<std::string>{}));
   for (size_t i = 0; i < tasks.size(); ++i)
     tasks[i].index = i + 1;
   task_graph g{std::move(tasks)};
