@@ -17,6 +17,10 @@ namespace taskforce::git {
 
 namespace {
 
+// The file in a worktree's admin folder that marks a reuse in progress; it
+// holds the HEAD the worktree had when the reuse began.
+constexpr const char* reuse_marker = "taskforce-reusing";
+
 std::string read_text(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::stringstream buffer;
@@ -29,6 +33,36 @@ std::string trim(std::string s) {
          && (s.back() == '\n' || s.back() == '\r' || s.back() == ' '))
     s.pop_back();
   return s;
+}
+
+// An admin folder that git_worktree_add began and a kill cut short: it
+// lacks the files written last (`gitdir`, `HEAD`). Such a folder never
+// described a usable worktree.
+bool unfinished_admin(const fs::path& admin) {
+  std::error_code ec;
+  return fs::is_directory(admin, ec)
+         && (!fs::exists(admin / "gitdir", ec)
+             || !fs::exists(admin / "HEAD", ec));
+}
+
+// When the worktree whose admin folder is `admin` was being created or
+// reused when a kill came, the commit its files came from (or "" when
+// unknown); nothing when it was not. A first checkout leaves the index
+// file; without one the worktree was never checked out.
+std::optional<std::string> interrupted_switch(repository& repo,
+                                              const fs::path& admin) {
+  std::error_code ec;
+  auto marker = read_text(admin / reuse_marker);
+  if (!marker.empty())
+    return trim(marker);
+  if (!fs::exists(admin / "index", ec)) {
+    auto head = trim(read_text(admin / "HEAD"));
+    const std::string ref_prefix = "ref: refs/heads/";
+    if (head.compare(0, ref_prefix.size(), ref_prefix) == 0)
+      return branch_tip(repo, head.substr(ref_prefix.size())).value_or("");
+    return head;
+  }
+  return std::nullopt;
 }
 
 // Compares paths after resolving what can be resolved, so "/tmp/x/" and a
@@ -135,6 +169,20 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
   auto what = "create worktree " + path.string() + " on branch " + branch;
   auto abs = fs::absolute(path).lexically_normal();
   std::error_code ec;
+  // A folder holding only the `.git` link of a registration a kill cut
+  // short (its admin folder missing or unfinished) is no one's work.
+  if (fs::is_regular_file(abs / ".git", ec)
+      && std::distance(fs::directory_iterator(abs, ec),
+                       fs::directory_iterator{})
+           == 1) {
+    auto link = trim(read_text(abs / ".git"));
+    const std::string prefix = "gitdir: ";
+    if (link.compare(0, prefix.size(), prefix) == 0) {
+      fs::path admin = link.substr(prefix.size());
+      if (!fs::exists(admin, ec) || unfinished_admin(admin))
+        fs::remove(abs / ".git", ec);
+    }
+  }
   if (fs::exists(abs, ec)) {
     if (!fs::is_directory(abs, ec) || !fs::is_empty(abs, ec))
       throw error(what, "the folder exists and is not empty");
@@ -152,10 +200,17 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
   std::string name;
   for (int n = 1;; ++n) {
     name = n == 1 ? base_name : base_name + "-" + std::to_string(n);
+    auto admin = repo.common_dir() / "worktrees" / name;
+    if (unfinished_admin(admin)) {
+      fs::remove_all(admin, ec);
+      break;
+    }
     git_worktree* raw = nullptr;
     if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
       git_error_clear();
-      break;
+      if (!fs::exists(admin, ec))
+        break;
+      continue; // unreadable, but not ours to delete
     }
     worktree_ptr old{raw};
     if (git_worktree_validate(old.get()) != 0) {
@@ -185,14 +240,32 @@ worktree_info create_worktree(repository& repo, const fs::path& path,
     git_branch_lookup(&ref_raw, repo.get(), branch.c_str(), GIT_BRANCH_LOCAL),
     what);
   reference_ptr ref{ref_raw};
+  // The worktree is registered without files first, then marked, then
+  // checked out: a kill during the (long) checkout leaves a marked
+  // worktree that reuse_worktree finishes and remove_worktree removes,
+  // instead of one whose missing files look like a worker's deletions.
   git_worktree_add_options opts = GIT_WORKTREE_ADD_OPTIONS_INIT;
   opts.ref = ref.get();
-  opts.checkout_options.checkout_strategy = GIT_CHECKOUT_FORCE;
+  opts.checkout_options.checkout_strategy = GIT_CHECKOUT_NONE;
   git_worktree* wt_raw = nullptr;
   check(git_worktree_add(&wt_raw, repo.get(), name.c_str(), abs.c_str(), &opts),
         what);
-  worktree_ptr wt{wt_raw};
-  return worktree_info{name, git_worktree_path(wt.get()), branch, base_commit};
+  worktree_ptr wt_handle{wt_raw};
+  auto marker = repo.common_dir() / "worktrees" / name / reuse_marker;
+  {
+    std::ofstream out(marker, std::ios::binary | std::ios::trunc);
+    out << base_commit << '\n';
+    out.flush();
+    if (!out)
+      throw error(what, "cannot write " + marker.string());
+  }
+  auto wt = open(abs);
+  git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
+  co.checkout_strategy = GIT_CHECKOUT_FORCE;
+  check(git_checkout_head(wt.get(), &co), what);
+  fs::remove(marker, ec);
+  return worktree_info{name, git_worktree_path(wt_handle.get()), branch,
+                       base_commit};
 }
 
 // -- reuse --------------------------------------------------------------------
@@ -215,22 +288,34 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
   result.worktree = *found;
   result.previous_branch = found->branch;
   auto wt = open(found->path);
-  // Work in progress of any kind keeps the worktree as it is.
-  if (git_repository_state(wt.get()) != GIT_REPOSITORY_STATE_NONE) {
-    result.status = reuse_result::outcome::uncommitted_work;
-    result.paths = {"(a merge, rebase or cherry-pick is in progress)"};
-    return result;
-  }
-  result.paths = changed_paths(wt);
-  if (!result.paths.empty()) {
-    result.status = reuse_result::outcome::uncommitted_work;
-    return result;
-  }
-  auto head = head_commit(wt);
-  if (head && !is_ancestor(repo, *head, base_commit)) {
-    result.status = reuse_result::outcome::unmerged_work;
-    result.commit = *head;
-    return result;
+  // A marker in the worktree's admin folder says a reuse began here and was
+  // cut short: the worktree was clean and merged when it began, and nothing
+  // but that reuse has touched it since, so its half-switched files are
+  // not work and may be overwritten.
+  auto marker = wt.git_dir() / reuse_marker;
+  auto interrupted = interrupted_switch(repo, wt.git_dir());
+  std::optional<std::string> head;
+  if (interrupted) {
+    if (interrupted->size() == GIT_OID_HEXSZ)
+      head = *interrupted;
+  } else {
+    // Work in progress of any kind keeps the worktree as it is.
+    if (git_repository_state(wt.get()) != GIT_REPOSITORY_STATE_NONE) {
+      result.status = reuse_result::outcome::uncommitted_work;
+      result.paths = {"(a merge, rebase or cherry-pick is in progress)"};
+      return result;
+    }
+    result.paths = changed_paths(wt);
+    if (!result.paths.empty()) {
+      result.status = reuse_result::outcome::uncommitted_work;
+      return result;
+    }
+    head = head_commit(wt);
+    if (head && !is_ancestor(repo, *head, base_commit)) {
+      result.status = reuse_result::outcome::unmerged_work;
+      result.commit = *head;
+      return result;
+    }
   }
   // The target branch must not hold work either, and must not be checked
   // out in another worktree.
@@ -246,19 +331,32 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
       git_error_clear();
     }
   }
-  if (auto unmerged = set_branch(repo, branch, base_commit)) {
-    result.status = reuse_result::outcome::branch_has_work;
-    result.commit = *unmerged;
-    return result;
+  {
+    auto tip = branch_tip(repo, branch);
+    if (tip && !is_ancestor(repo, *tip, base_commit)) {
+      result.status = reuse_result::outcome::branch_has_work;
+      result.commit = *tip;
+      return result;
+    }
   }
+  // From here on the worktree is half switched until the marker goes.
+  {
+    std::ofstream out(marker, std::ios::binary | std::ios::trunc);
+    out << head.value_or("") << '\n';
+    out.flush();
+    if (!out)
+      throw error(what, "cannot write " + marker.string());
+  }
+  set_branch(repo, branch, base_commit);
   // Bring the files to the base, writing only what differs from the old
-  // HEAD (the worktree is clean, so the old HEAD is what is on disk). HEAD
-  // moves last: a kill before it leaves the old branch checked out with
-  // changed files, which a later reuse refuses and nothing deletes.
+  // HEAD (the worktree is clean, so the old HEAD is what is on disk; after
+  // an interrupted reuse the files are a mix of both, so they are forced).
   auto base = detail::lookup_commit(repo, base_commit);
   auto base_tree = detail::tree_of(base.get());
   git_checkout_options co = GIT_CHECKOUT_OPTIONS_INIT;
-  co.checkout_strategy = GIT_CHECKOUT_SAFE | GIT_CHECKOUT_RECREATE_MISSING;
+  co.checkout_strategy = !interrupted
+                           ? GIT_CHECKOUT_SAFE | GIT_CHECKOUT_RECREATE_MISSING
+                           : GIT_CHECKOUT_FORCE;
   tree_ptr baseline;
   if (head) {
     auto old = detail::lookup_commit(wt, *head);
@@ -275,7 +373,10 @@ reuse_result reuse_worktree(repository& repo, const fs::path& path,
   }
   check(git_repository_set_head(wt.get(), ("refs/heads/" + branch).c_str()),
         what);
+  std::error_code ec;
+  fs::remove(marker, ec);
   result.status = reuse_result::outcome::reused;
+  result.paths.clear();
   result.worktree.branch = branch;
   result.worktree.head = base_commit;
   return result;
@@ -364,15 +465,44 @@ std::vector<worktree_info> list_worktrees(repository& repo) {
   return result;
 }
 
+namespace {
+
+fs::path trash_dir(repository& repo) {
+  return repo.common_dir() / "taskforce-trash";
+}
+
+// Moves `folder` into the trash and says where; nothing when it cannot
+// (another filesystem), in which case nothing moved.
+std::optional<fs::path> move_to_trash(repository& repo,
+                                      const fs::path& folder) {
+  static unsigned counter = 0;
+  auto trash = trash_dir(repo);
+  std::error_code ec;
+  fs::create_directories(trash, ec);
+  auto target = trash
+                / (folder.filename().string() + "-" + std::to_string(::getpid())
+                   + "-" + std::to_string(++counter));
+  fs::rename(folder, target, ec);
+  if (ec)
+    return std::nullopt;
+  return target;
+}
+
+} // namespace
+
 bool remove_worktree(repository& repo, const std::string& name_or_path,
-                     bool force) {
+                     bool force, bool defer_deletion) {
   auto found = find_worktree(repo, name_or_path);
   if (!found)
     return false;
   auto what = "remove worktree " + found->path.string();
   std::error_code ec;
   bool folder = fs::exists(found->path / ".git", ec);
-  if (folder && !force) {
+  // A worktree whose reuse was cut short holds no work (see reuse_worktree).
+  bool reuse_interrupted
+    = interrupted_switch(repo, repo.common_dir() / "worktrees" / found->name)
+        .has_value();
+  if (folder && !force && !reuse_interrupted) {
     auto wt = open(found->path);
     auto paths = changed_paths(wt);
     if (!paths.empty()) {
@@ -384,16 +514,22 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
       throw error(what, "it holds uncommitted changes: " + list);
     }
   }
-  // Move the folder aside first (atomic), so a kill never leaves a valid
-  // worktree with half its files deleted; then drop the admin entry, then
-  // delete the moved folder.
-  fs::path trash;
+  // Move the folder into the trash first (atomic), so a kill never leaves
+  // a valid worktree with half its files deleted, and what a kill leaves
+  // in the trash is found by empty_trash; then drop the admin entry, then
+  // delete the moved folder (now, or later from the trash).
+  fs::path doomed;
   if (fs::exists(found->path, ec)) {
-    trash = found->path;
-    trash += ".removing-" + std::to_string(::getpid());
-    fs::rename(found->path, trash, ec);
-    if (ec)
-      throw error(what, "cannot move the folder aside: " + ec.message());
+    if (auto moved = move_to_trash(repo, found->path)) {
+      if (!defer_deletion)
+        doomed = *moved;
+    } else {
+      doomed = found->path;
+      doomed += ".removing-" + std::to_string(::getpid());
+      fs::rename(found->path, doomed, ec);
+      if (ec)
+        throw error(what, "cannot move the folder aside: " + ec.message());
+    }
   }
   auto wt = lookup_worktree(repo, found->name);
   git_worktree_prune_options popts = GIT_WORKTREE_PRUNE_OPTIONS_INIT;
@@ -401,13 +537,29 @@ bool remove_worktree(repository& repo, const std::string& name_or_path,
   if (force)
     popts.flags |= GIT_WORKTREE_PRUNE_LOCKED;
   check(git_worktree_prune(wt.get(), &popts), what);
-  if (!trash.empty()) {
-    fs::remove_all(trash, ec);
+  if (!doomed.empty()) {
+    fs::remove_all(doomed, ec);
     if (ec)
       throw error(what,
-                  "cannot delete " + trash.string() + ": " + ec.message());
+                  "cannot delete " + doomed.string() + ": " + ec.message());
   }
   return true;
+}
+
+size_t empty_trash(repository& repo) {
+  auto trash = trash_dir(repo);
+  std::error_code ec;
+  size_t removed = 0;
+  for (auto& entry : fs::directory_iterator(trash, ec)) {
+    std::error_code ec2;
+    fs::remove_all(entry.path(), ec2);
+    if (ec2)
+      throw error("empty the trash " + trash.string(),
+                  "cannot delete " + entry.path().string() + ": "
+                    + ec2.message());
+    ++removed;
+  }
+  return removed;
 }
 
 std::vector<std::string> prune_worktrees(repository& repo) {
@@ -416,6 +568,13 @@ std::vector<std::string> prune_worktrees(repository& repo) {
   std::vector<std::string> pruned;
   for (size_t i = 0; i < names.value.count; ++i) {
     std::string name = names.value.strings[i];
+    auto admin = repo.common_dir() / "worktrees" / name;
+    if (unfinished_admin(admin)) {
+      std::error_code ec;
+      fs::remove_all(admin, ec);
+      pruned.push_back(name);
+      continue;
+    }
     git_worktree* raw = nullptr;
     if (git_worktree_lookup(&raw, repo.get(), name.c_str()) != 0) {
       git_error_clear();

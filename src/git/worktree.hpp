@@ -35,10 +35,18 @@ struct worktree_info {
 std::string worktree_name_for(const std::string& branch);
 
 /// Creates branch `branch` at `base_commit` and a linked worktree at `path`
-/// checked out on it, named worktree_name_for(branch). When the branch
-/// already exists, it is reset to `base_commit` only if its tip is already
-/// merged into `base_commit`; otherwise this throws (its work is kept).
-/// Throws when `path` exists and is not empty.
+/// checked out on it, named worktree_name_for(branch) (with "-2", "-3"...
+/// when a reused worktree still holds that name). When the branch already
+/// exists, it is reset to `base_commit` only if its tip is already merged
+/// into `base_commit`; otherwise this throws (its work is kept). Throws when
+/// the branch is checked out elsewhere, or when `path` exists and is not
+/// empty (a folder left with just the `.git` link of a registration a kill
+/// cut short counts as empty).
+///
+/// Caution for callers: a branch just created sits at the base, so
+/// merged_commit finds it "merged" before any work is committed on it.
+/// Record the base a branch was created at and treat the task as done only
+/// when the branch tip differs from it (or the worker reported no change).
 worktree_info create_worktree(repository& repo,
                               const std::filesystem::path& path,
                               const std::string& branch,
@@ -77,7 +85,10 @@ struct reuse_result {
 /// `base_commit` and its files are brought to that commit, rewriting only
 /// the files that differ (like `git checkout -f -B branch base` followed by
 /// `git clean -fd`, without a fresh checkout). Ignored files are kept. Any
-/// work in the worktree makes it refuse and change nothing.
+/// work in the worktree makes it refuse and change nothing. A reuse cut
+/// short by a kill leaves a marker in the worktree's admin folder; the next
+/// reuse_worktree (or remove_worktree) of that worktree knows its
+/// half-switched files are no one's work and finishes (or removes) it.
 reuse_result reuse_worktree(repository& repo, const std::filesystem::path& path,
                             const std::string& branch,
                             const std::string& base_commit);
@@ -112,10 +123,23 @@ std::vector<worktree_info> list_worktrees(repository& repo);
 /// folder and its admin entry. Without `force` it refuses (throws) when the
 /// worktree holds uncommitted or untracked changes. Its branch is kept (see
 /// delete_branch). False when no such worktree exists.
+///
+/// With `defer_deletion` the folder is moved (atomically, in no time) into
+/// the repository's trash and its files are deleted later by empty_trash:
+/// unlinking thousands of files that have reached the disk costs seconds
+/// here (about 4 s for 2,000 files on an ext4 mounted with `discard`), and
+/// a run need not wait for it. Falls back to deleting at once when the
+/// trash is on another filesystem.
 bool remove_worktree(repository& repo, const std::string& name_or_path,
-                     bool force = false);
+                     bool force = false, bool defer_deletion = false);
 
-/// Drops admin entries of worktrees whose folder is gone; returns their
+/// Deletes what remove_worktree(..., defer_deletion) moved to the trash
+/// (`<git common dir>/taskforce-trash/`), also what a killed process left
+/// there. Returns how many removed worktree folders it deleted.
+size_t empty_trash(repository& repo);
+
+/// Drops admin entries of worktrees whose folder is gone, and unfinished
+/// ones a kill left in the middle of creating a worktree; returns their
 /// names.
 std::vector<std::string> prune_worktrees(repository& repo);
 

@@ -212,6 +212,58 @@ CAF_TEST(reuse resets a merged worktree to the new base on a new branch) {
   CAF_CHECK(fsck_clean());
 }
 
+CAF_TEST(a reuse cut short by a kill is finished by the next reuse) {
+  auto b1 = task_commit("t1", {{"src/a.txt", "t1\n"}, {"t1.txt", "t1\n"}});
+  auto b2 = task_commit("t2", {{"src/b.txt", "t2\n"}, {"t2.txt", "t2\n"}});
+  git::merge_into_base(repo, b1, "main", "m1", who);
+  git::merge_into_base(repo, b2, "main", "m2", who);
+  auto old_head = tip_of(repo, b1);
+  // The kill: marker written, branch moved, HEAD moved, files half done.
+  auto admin = git::open(wt_path("t1")).git_dir();
+  write(admin, "taskforce-reusing", old_head + "\n");
+  git_ok(root, {"branch", "taskforce/r1/t3", tip_of(repo, "main")});
+  git_ok(wt_path("t1"), {"symbolic-ref", "HEAD", "refs/heads/taskforce/r1/t3"});
+  write(wt_path("t1"), "src/b.txt", "t2\n");
+  {
+    auto wt = git::open(wt_path("t1"));
+    CAF_REQUIRE(!git::changed_paths(wt).empty());
+  }
+  auto r = git::reuse_worktree(repo, wt_path("t1"), "taskforce/r1/t4",
+                               tip_of(repo, "main"));
+  CAF_REQUIRE_EQUAL(r.status, reuse::reused);
+  auto wt = git::open(wt_path("t1"));
+  CAF_CHECK(git::changed_paths(wt).empty());
+  CAF_CHECK_EQUAL(git::head_branch(wt), "taskforce/r1/t4");
+  CAF_CHECK_EQUAL(read_file(wt_path("t1") / "t2.txt"), "t2\n");
+  CAF_CHECK(!fs::exists(admin / "taskforce-reusing"));
+  // Without the marker the same state would be refused as work.
+  write(wt_path("t1"), "src/b.txt", "edit\n");
+  r = git::reuse_worktree(repo, wt_path("t1"), "taskforce/r1/t5",
+                          tip_of(repo, "main"));
+  CAF_CHECK_EQUAL(r.status, reuse::uncommitted_work);
+  // And an interrupted one can be removed without force.
+  write(admin, "taskforce-reusing", tip_of(repo, "main") + "\n");
+  CAF_CHECK(git::remove_worktree(repo, wt_path("t1").string()));
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a creation cut short by a kill is finished by a reuse) {
+  auto base = tip_of(repo, "main");
+  auto info
+    = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1", base);
+  // The kill: registered and marked, half the files written.
+  auto admin = git::open(info.path).git_dir();
+  write(admin, "taskforce-reusing", base + "\n");
+  fs::remove(info.path / "src/a.txt");
+  fs::remove(info.path / "README.md");
+  auto r = git::reuse_worktree(repo, info.path, "taskforce/r1/t1", base);
+  CAF_REQUIRE_EQUAL(r.status, reuse::reused);
+  CAF_CHECK_EQUAL(read_file(info.path / "src/a.txt"), "a1\na2\na3\n");
+  auto wt = git::open(info.path);
+  CAF_CHECK(git::changed_paths(wt).empty());
+  CAF_CHECK(!fs::exists(admin / "taskforce-reusing"));
+}
+
 CAF_TEST(removing a worktree refuses uncommitted work unless forced) {
   auto info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
                                    tip_of(repo, "main"));
@@ -235,6 +287,24 @@ CAF_TEST(removing a worktree refuses uncommitted work unless forced) {
   CAF_CHECK_EQUAL(git_ok(root, {"worktree", "list", "--porcelain"})
                     .find(".taskforce/worktrees"),
                   std::string::npos);
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a deferred removal frees the path at once and the files later) {
+  auto info = git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t1",
+                                   tip_of(repo, "main"));
+  CAF_CHECK(git::remove_worktree(repo, info.path.string(), false, true));
+  CAF_CHECK(!fs::exists(info.path));
+  CAF_CHECK(git::list_worktrees(repo).empty());
+  auto trash = root / ".git/taskforce-trash";
+  CAF_CHECK_EQUAL(
+    std::distance(fs::directory_iterator(trash), fs::directory_iterator{}), 1);
+  // The same path can serve a new worktree right away.
+  git::create_worktree(repo, wt_path("t1"), "taskforce/r1/t2",
+                       tip_of(repo, "main"));
+  CAF_CHECK_EQUAL(git::empty_trash(repo), 1u);
+  CAF_CHECK(fs::is_empty(trash));
+  CAF_CHECK_EQUAL(git::empty_trash(repo), 0u);
   CAF_CHECK(fsck_clean());
 }
 
