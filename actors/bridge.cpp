@@ -15,9 +15,11 @@ namespace {
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
 
-/// Requests other than acquire are answered by the pool at once; this only
-/// bounds a pool that stopped answering.
-constexpr auto reply_timeout = std::chrono::seconds(60);
+/// Requests wait without a timeout: the pool answers all but acquire at
+/// once, and the bridge monitors it, failing every open request with
+/// shutting_down when it goes (NOTES-CAF §2: a timeout would arm a clock
+/// entry per request, and a late answer after it would be lost).
+constexpr auto reply_timeout = caf::infinite;
 
 constexpr const char* known_ops
   = "hello, acquire, adopt, release, bind, idle, end, status, subscribe";
@@ -98,45 +100,106 @@ std::string error_line(const std::string& id, const char* code,
          + error.dump(-1, ' ', false, json::error_handler_t::replace) + "}";
 }
 
-ordered_json grant_fields(const grant& g) {
-  ordered_json fields;
+/// Appends `text` as a JSON string. Names come from parsed requests, so
+/// they are valid UTF-8; only quotes, backslashes and controls need escapes.
+void append_string(std::string& out, const std::string& text) {
+  static constexpr char hex[] = "0123456789abcdef";
+  out += '"';
+  for (char c : text) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          out += "\\u00";
+          out += hex[(c >> 4) & 0xf];
+          out += hex[c & 0xf];
+        } else {
+          out += c;
+        }
+    }
+  }
+  out += '"';
+}
+
+void append_field(std::string& out, const char* key, const std::string& value) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  append_string(out, value);
+}
+
+template <class Integer>
+void append_field(std::string& out, const char* key, Integer value) {
+  out += ",\"";
+  out += key;
+  out += "\":";
+  out += std::to_string(value);
+}
+
+void append_field(std::string& out, const char* key, bool value) {
+  out += ",\"";
+  out += key;
+  out += value ? "\":true" : "\":false";
+}
+
+// The hot answers and events are written by hand: they are most of the
+// output, and building a JSON object for each costs more than the pool.
+
+std::string grant_line(const std::string& id, const grant& g) {
+  std::string line = "{\"id\":" + id + ",\"ok\":true";
   if (g.counted)
-    fields["permit"] = g.permit;
+    append_field(line, "permit", g.permit);
   else
-    fields["permit"] = nullptr;
-  fields["queued_ms"] = g.queued_ms;
-  fields["lent"] = g.lent;
-  return fields;
+    line += ",\"permit\":null";
+  append_field(line, "queued_ms", g.queued_ms);
+  append_field(line, "lent", g.lent);
+  line += '}';
+  return line;
+}
+
+std::string released_line(const std::string& id, bool released) {
+  std::string line = "{\"id\":" + id + ",\"ok\":true";
+  append_field(line, "released", released);
+  line += '}';
+  return line;
 }
 
 std::string event_line(const pool_event& ev) {
-  ordered_json line;
-  line["event"] = to_string(ev.kind);
-  line["holder"] = ev.holder;
+  std::string line = "{\"event\":\"";
+  line += to_string(ev.kind);
+  line += '"';
+  append_field(line, "holder", ev.holder);
   switch (ev.kind) {
     case pool_event_kind::queued:
-      line["session"] = ev.session;
-      line["position"] = ev.position;
-      line["of"] = ev.of;
-      line["running"] = ev.running;
-      line["background"] = ev.background;
+      append_field(line, "session", ev.session);
+      append_field(line, "position", ev.position);
+      append_field(line, "of", ev.of);
+      append_field(line, "running", ev.running);
+      append_field(line, "background", ev.background);
       break;
     case pool_event_kind::started:
-      line["session"] = ev.session;
-      line["queued_ms"] = ev.queued_ms;
-      line["lent"] = ev.lent;
+      append_field(line, "session", ev.session);
+      append_field(line, "queued_ms", ev.queued_ms);
+      append_field(line, "lent", ev.lent);
       break;
     case pool_event_kind::released:
-      line["reason"] = to_string(ev.reason);
+      line += ",\"reason\":\"";
+      line += to_string(ev.reason);
+      line += '"';
       break;
     case pool_event_kind::force_released:
-      line["held_ms"] = ev.held_ms;
+      append_field(line, "held_ms", ev.held_ms);
       break;
     case pool_event_kind::timed_out:
-      line["waited_ms"] = ev.waited_ms;
+      append_field(line, "waited_ms", ev.waited_ms);
       break;
   }
-  return line.dump(-1, ' ', false, json::error_handler_t::replace);
+  line += '}';
+  return line;
 }
 
 ordered_json status_fields(const pool_status& st) {
@@ -299,7 +362,7 @@ void bridge_state::on_line(const char* first, size_t size) {
         .then(
           [this, seq, id](grant& g) {
             if (waiting_acquires.erase(seq) > 0)
-              answer(seq, ok_line(id, grant_fields(g)));
+              answer(seq, grant_line(id, g));
           },
           [this, seq, id](caf::error& err) {
             if (waiting_acquires.erase(seq) > 0)
@@ -315,7 +378,7 @@ void bridge_state::on_line(const char* first, size_t size) {
         .then(
           [this, seq, id](grant& g) {
             if (unanswered(seq))
-              answer(seq, ok_line(id, grant_fields(g)));
+              answer(seq, grant_line(id, g));
           },
           on_error);
     } else if (op == "release") {
@@ -325,7 +388,7 @@ void bridge_state::on_line(const char* first, size_t size) {
         .then(
           [this, seq, id](bool released) {
             if (unanswered(seq))
-              answer(seq, ok_line(id, ordered_json{{"released", released}}));
+              answer(seq, released_line(id, released));
           },
           on_error);
     } else if (op == "bind") {
@@ -335,7 +398,7 @@ void bridge_state::on_line(const char* first, size_t size) {
         .then(
           [this, seq, id](bool released) {
             if (unanswered(seq))
-              answer(seq, ok_line(id, ordered_json{{"released", released}}));
+              answer(seq, released_line(id, released));
           },
           on_error);
     } else if (op == "idle" || op == "end") {

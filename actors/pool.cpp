@@ -116,15 +116,10 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
     }
   });
   return {
-    // -- admission --------------------------------------------------------------
+    // -- admission (the hot pair first: handlers are tried in order) -----------
     [self](acquire_atom, acquire_request& req) -> caf::result<grant> {
       auto& st = self->state;
       auto r = st.core->acquire(std::move(req), st.now());
-      return answer(self, r);
-    },
-    [self](adopt_atom, adopt_request& req) -> caf::result<grant> {
-      auto& st = self->state;
-      auto r = st.core->adopt(std::move(req), st.now());
       return answer(self, r);
     },
     [self](release_atom, const std::string& holder, release_reason reason) {
@@ -132,6 +127,11 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
       auto released = st.core->release(holder, reason, st.now());
       st.apply();
       return released;
+    },
+    [self](adopt_atom, adopt_request& req) -> caf::result<grant> {
+      auto& st = self->state;
+      auto r = st.core->adopt(std::move(req), st.now());
+      return answer(self, r);
     },
     [self](bind_atom, const std::string& holder, const std::string& child) {
       auto& st = self->state;

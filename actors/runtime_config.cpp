@@ -1,5 +1,6 @@
 #include "actors/runtime_config.hpp"
 
+#include <cstdlib>
 #include <string>
 
 #include <caf/all.hpp>
@@ -26,7 +27,15 @@ runtime_config::runtime_config(size_t threads, bool with_io) {
   // Work sharing wakes an idle worker at once instead of letting it back off
   // while stealing; with two cores it cut a round trip from ~64 to ~9 us.
   set("scheduler.policy", caf::atom("sharing"));
-  set("scheduler.max-threads", threads == 0 ? size_t{2} : threads);
+  if (threads == 0) {
+    threads = 2;
+    if (auto env = std::getenv("TASKFORCE_THREADS"); env != nullptr) {
+      auto n = std::strtoull(env, nullptr, 10);
+      if (n > 0 && n <= 256)
+        threads = n;
+    }
+  }
+  set("scheduler.max-threads", threads);
   if (with_io)
     load<caf::io::middleman>();
 }

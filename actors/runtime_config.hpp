@@ -12,8 +12,8 @@ namespace taskforce {
 /// An actor_system_config with taskforce's types, errors and io module.
 class runtime_config : public caf::actor_system_config {
 public:
-  /// `threads` scheduler workers; 0 keeps two (the measured optimum for the
-  /// pool on two cores). The io module (middleman) is loaded when `with_io`.
+  /// `threads` scheduler workers; 0 takes TASKFORCE_THREADS, else two (the
+  /// measured optimum for the pool on two cores). The io module (middleman) is loaded when `with_io`.
   explicit runtime_config(size_t threads = 0, bool with_io = true);
 };
 

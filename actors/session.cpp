@@ -49,13 +49,24 @@ session(session_actor::stateful_pointer<session_state> self, std::string name,
       return self->delegate(self->state.pool, caf::idle_atom::value,
                             self->state.session);
     },
-    [=](end_atom) {
+    [=](end_atom) -> caf::result<std::vector<std::string>> {
       auto& st = self->state;
       st.holders.clear();
       st.children.clear();
-      auto result = self->delegate(st.pool, end_atom::value, st.session);
-      self->quit();
-      return result;
+      auto rp = self->make_response_promise<std::vector<std::string>>();
+      // The pool cancels this session's waits before it answers, and their
+      // errors come back through this actor: it quits only afterwards.
+      self->request(st.pool, caf::infinite, end_atom::value, st.session)
+        .then(
+          [=](std::vector<std::string>& released) mutable {
+            rp.deliver(std::move(released));
+            self->quit();
+          },
+          [=](caf::error& err) mutable {
+            rp.deliver(std::move(err));
+            self->quit();
+          });
+      return rp;
     },
   };
 }

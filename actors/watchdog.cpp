@@ -8,6 +8,18 @@ namespace taskforce {
 
 watchdog_actor::behavior_type
 watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
+  // An owner that exits needs no expiry; its timers would only keep it alive.
+  self->set_down_handler([self](caf::down_msg& msg) {
+    auto& st = self->state;
+    st.owners.erase(msg.source);
+    auto first = st.by_owner.lower_bound(std::make_pair(msg.source, 0));
+    auto last = first;
+    while (last != st.by_owner.end() && last->first.first == msg.source) {
+      st.armed.erase(last->second);
+      ++last;
+    }
+    st.by_owner.erase(first, last);
+  });
   return {
     // -- owners -----------------------------------------------------------------
     [self](arm_atom, uint64_t id, uint64_t generation, caf::timespan delay) {
@@ -16,6 +28,8 @@ watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
       if (owner == nullptr)
         return;
       auto key = std::make_pair(caf::actor_cast<caf::actor_addr>(owner), id);
+      if (st.owners.insert(key.first).second)
+        self->monitor(owner);
       auto serial = st.next_serial++;
       // Re-arming replaces: the older serial's delayed message finds nothing.
       if (auto i = st.by_owner.find(key); i != st.by_owner.end()) {

@@ -5,7 +5,8 @@
 // replaces the timer and `disarm` drops it; `delayed_send` cannot be
 // cancelled, so each armed timer has its own serial and a delayed message
 // whose serial is no longer armed is ignored. Owners check the generation
-// too, so a late expiry can never act on a newer state.
+// too, so a late expiry can never act on a newer state. The watchdog monitors
+// its owners and drops the timers of one that exits.
 //
 //   arm(id) ──▶ armed(serial) ──delay──▶ (expired, id, generation) to owner
 //                  │  re-arm / disarm
@@ -15,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
@@ -45,6 +47,9 @@ struct watchdog_state {
 
   /// (owner, id) -> serial of its armed timer.
   std::map<std::pair<caf::actor_addr, uint64_t>, uint64_t> by_owner;
+
+  /// Owners being monitored.
+  std::set<caf::actor_addr> owners;
 
   /// The serial of the next armed timer.
   uint64_t next_serial = 1;

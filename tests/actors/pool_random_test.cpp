@@ -2,6 +2,7 @@
 #define FAIL(m) CAF_FAIL(m)
 #include <caf/test/dsl.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -14,7 +15,11 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr uint64_t seed = 7411;
+/// The fixed seed; TASKFORCE_SEED replays another one.
+uint64_t seed() {
+  auto env = std::getenv("TASKFORCE_SEED");
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : 7411;
+}
 
 /// Follows every holder's life through a subscriber's events.
 struct life_check {
@@ -51,8 +56,8 @@ struct life_check {
 CAF_TEST_FIXTURE_SCOPE(pool_random_tests, pool_fixture)
 
 CAF_TEST(random traffic through the actor keeps the bound and leaks nothing) {
-  CAF_MESSAGE("seed " << seed);
-  std::mt19937_64 rng{seed};
+  CAF_MESSAGE("seed " << seed() << " (set TASKFORCE_SEED to replay another)");
+  std::mt19937_64 rng{seed()};
   pool_config c;
   c.max_parallel = 2;
   c.mode = pool_mode::session;

@@ -84,7 +84,7 @@ CAF_TEST(queued and started events say where each call stands) {
   CAF_CHECK_EQUAL(c.log->of(pool_event_kind::released, "t1").size(), 1u);
 }
 
-CAF_TEST(session pools are separate and the global pool is shared) {
+CAF_TEST(every session has its own pool in session mode) {
   start(with_parallel(1));
   auto c = connect();
   acquire(c, "s1", "a");

@@ -116,4 +116,19 @@ CAF_TEST(timers of different owners and ids are independent) {
   CAF_CHECK(b_log->empty());
 }
 
+CAF_TEST(the timers of an owner that exits are dropped) {
+  tell(a, caf::make_message(arm_atom_v, uint64_t{1}, uint64_t{1},
+                            caf::timespan{50ms}));
+  tell(b, caf::make_message(arm_atom_v, uint64_t{1}, uint64_t{1},
+                            caf::timespan{50ms}));
+  caf::anon_send_exit(a, caf::exit_reason::kill);
+  sched.run();
+  using impl = caf::stateful_actor<watchdog_state, watchdog_actor::base>;
+  CAF_CHECK_EQUAL(deref<impl>(wd).state.armed.size(), 1u);
+  advance_time(50ms);
+  sched.run();
+  CAF_CHECK(a_log->empty());
+  CAF_CHECK(*b_log == (expiries{{1, 1}}));
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -72,6 +72,15 @@ CAF_TEST(string ids are echoed as strings and number ids as numbers) {
   CAF_CHECK_EQUAL(n["id"], 12.5);
 }
 
+CAF_TEST(names with quotes controls and unicode come back intact) {
+  SERVE("{}");
+  std::string odd = "we\"ird\\ name\n\t\x01 \xc3\xa9\xe2\x9c\x93";
+  auto r = srv.peer.call(acquire(1, odd, odd));
+  CAF_CHECK_EQUAL(r["ok"], true);
+  auto ev = srv.peer.event("started", odd);
+  CAF_CHECK_EQUAL(ev["session"], odd);
+}
+
 CAF_TEST(five acquires on two permits are granted in FIFO order with queued
            and started events) {
   SERVE(R"({"maxParallel": 2})");

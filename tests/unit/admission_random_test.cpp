@@ -1,6 +1,7 @@
 #define CAF_SUITE unit.admission_random
 #include <caf/test/unit_test.hpp>
 
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <set>
@@ -12,7 +13,11 @@ using taskforce::pool::acquire_status;
 
 namespace {
 
-constexpr uint64_t seed = 20261129;
+/// The fixed seed; TASKFORCE_SEED replays another one.
+uint64_t seed() {
+  auto env = std::getenv("TASKFORCE_SEED");
+  return env != nullptr ? std::strtoull(env, nullptr, 10) : 20261129;
+}
 
 /// A model of every holder's life, fed by events, answers and grants; it
 /// checks the protocol's promises after every step.
@@ -261,8 +266,8 @@ void run(const scenario& sc, std::mt19937_64& rng, size_t steps) {
 } // namespace
 
 CAF_TEST(random operations keep the bound and leave nothing behind) {
-  CAF_MESSAGE("seed " << seed);
-  std::mt19937_64 rng{seed};
+  CAF_MESSAGE("seed " << seed() << " (set TASKFORCE_SEED to replay another)");
+  std::mt19937_64 rng{seed()};
   std::vector<scenario> scenarios{
     {1, pool_mode::session, nested_policy::lend, 50},
     {2, pool_mode::session, nested_policy::lend, 0},

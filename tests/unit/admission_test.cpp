@@ -430,6 +430,16 @@ CAF_TEST(a holder name is unique across connections running or queued) {
   CAF_CHECK(d.acquire("t", "a").status == acquire_status::granted);
 }
 
+CAF_TEST(an acquire without holder or session is a bad request) {
+  admission_driver d{config(1)};
+  CAF_CHECK(d.acquire("s", "").code == errc::bad_request);
+  CAF_CHECK(d.acquire("", "h").code == errc::bad_request);
+  CAF_CHECK(d.adopt("", "h", "k").code == errc::bad_request);
+  CAF_CHECK(d.adopt("s", "", "k").code == errc::bad_request);
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
+  CAF_CHECK(d.events.empty());
+}
+
 // -- connections --------------------------------------------------------------
 
 CAF_TEST(detaching a connection releases its holders and cancels its waits) {
@@ -510,6 +520,20 @@ CAF_TEST(a stale timer after a normal release changes nothing) {
   CAF_CHECK_EQUAL(d.core.running_count(), 1u);
   d.advance(500);
   CAF_CHECK_EQUAL(d.forced.size(), 1u);
+}
+
+CAF_TEST(a timer forced before its deadline counts as due at its deadline) {
+  auto cfg = config(1);
+  cfg.max_hold_ms = 1000;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  auto armed = d.timers[pool::admission::hold_timer];
+  // Forced at once, as a test's trigger_timeout would.
+  d.core.expire(pool::admission::hold_timer, armed.generation, d.now);
+  d.absorb();
+  CAF_REQUIRE_EQUAL(d.forced.size(), 1u);
+  CAF_CHECK_EQUAL(d.forced[0].held_ms, 1000);
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
 }
 
 // -- status -------------------------------------------------------------------
