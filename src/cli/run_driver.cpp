@@ -217,6 +217,7 @@ int drive_run(const drive_options& opts) {
   kill_stale_worker_groups(root);
   git::clear_stale_locks(repo);
   git::prune_worktrees(repo);
+  git::empty_trash(repo);
   git::complete_checkout(repo);
 
   auto db = store::ledger::open(dir / store::ledger_file_name);
