@@ -71,7 +71,12 @@ int run_discard_command(const std::vector<std::string>& argv,
     c.to = task_state::pending;
     c.reason = "discarded";
     c.fields.conflict_paths = std::vector<std::string>{};
+    c.fields.clear_branch_and_worktree = true;
     db.transition(run.id, task_id, c, store::wall_clock_ms());
+  } else if (removed && t->state != task_state::done) {
+    store::task_fields f;
+    f.clear_branch_and_worktree = true;
+    db.update_task(run.id, task_id, f, store::wall_clock_ms());
   }
   std::cout << (removed ? "discarded the worktree and branch of "
                         : "nothing to discard for ")

@@ -183,3 +183,20 @@ CAF_TEST(assist mode leaves the changes uncommitted in the main checkout) {
   auto b = db.attempts(run->id, "t2").at(0);
   CAF_CHECK(b.started_ms >= a.ended_ms.value_or(INT64_MAX));
 }
+
+CAF_TEST(discard removes the worktree and branch of a task and resets it) {
+  scenario s;
+  s.set_config(R"({"run": {"maxAttempts": 1}})");
+  s.tasks("- [ ] Fails\n  - files: a.txt\n  - run: echo a > a.txt; exit 1\n");
+  CAF_CHECK_EQUAL(s.tf({"run", "TASKS.md"}).code, 1);
+  auto t = s.task("t1");
+  auto wt = t.worktree.value_or("/none");
+  CAF_REQUIRE(std::filesystem::exists(wt));
+  auto d = s.tf({"discard", "t1"});
+  CAF_CHECK_EQUAL(d.code, 0);
+  CAF_CHECK(!std::filesystem::exists(wt));
+  CAF_CHECK_EQUAL(git_ok(s.root, {"branch", "--list", "taskforce/*"}), "");
+  t = s.task("t1");
+  CAF_CHECK_EQUAL(to_string(t.state), std::string{"pending"});
+  CAF_CHECK(!t.branch);
+}
