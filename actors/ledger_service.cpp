@@ -1,6 +1,7 @@
 #include "actors/ledger_service.hpp"
 
 #include <optional>
+#include <variant>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -28,6 +29,66 @@ store::task_fields fields_of(const json& d) {
 }
 
 } // namespace
+
+namespace {
+
+store::task_change change_of(const task_transition& tr, json& d) {
+  store::task_change change;
+  if (!from_string(tr.state, change.to))
+    throw store::ledger_error(store::ledger_errc::invalid_transition,
+                              "unknown task state " + tr.state);
+  if (!tr.reason.empty())
+    change.reason = tr.reason;
+  change.fields = fields_of(d);
+  if (d.contains("usage") && d["usage"].is_object()) {
+    auto& u = d["usage"];
+    store::usage use;
+    use.input_tokens = u.value("input_tokens", int64_t{0});
+    use.output_tokens = u.value("output_tokens", int64_t{0});
+    use.cost_usd = u.value("cost_usd", 0.0);
+    if (use.input_tokens != 0 || use.output_tokens != 0 || use.cost_usd != 0)
+      change.usage = use;
+  }
+  if (d.contains("exit_code") && d["exit_code"].is_number_integer()
+      && d["exit_code"].get<int64_t>() >= 0)
+    change.exit_code = d["exit_code"].get<int>();
+  // The event keeps the small facts; the tail lives in the task row.
+  d.erase("tail");
+  change.data_json = d.dump();
+  return change;
+}
+
+json detail_of(const task_transition& tr) {
+  auto d = json::parse(tr.detail.empty() ? "{}" : tr.detail, nullptr, false);
+  return d.is_object() ? d : json::object();
+}
+
+} // namespace
+
+std::vector<uint64_t> apply_batch(store::ledger& db,
+                                  const std::vector<task_transition>& trs) {
+  std::vector<store::task_change_request> reqs;
+  for (auto& tr : trs) {
+    auto d = detail_of(tr);
+    reqs.push_back({tr.run_id, tr.task_id, change_of(tr, d)});
+  }
+  auto outcomes = db.transition_batch(reqs, store::wall_clock_ms());
+  std::vector<uint64_t> attempts;
+  std::string refused;
+  for (size_t k = 0; k < outcomes.size(); ++k) {
+    if (auto* r = std::get_if<store::transition_result>(&outcomes[k])) {
+      attempts.push_back(static_cast<uint64_t>(r->attempt));
+    } else {
+      attempts.push_back(0);
+      if (refused.empty())
+        refused = "task " + trs[k].task_id + " -> " + trs[k].state + ": "
+                  + std::get<store::ledger_error>(outcomes[k]).what();
+    }
+  }
+  if (!refused.empty())
+    throw store::ledger_error(store::ledger_errc::invalid_transition, refused);
+  return attempts;
+}
 
 uint64_t apply_transition(store::ledger& db, const task_transition& tr) {
   auto now = store::wall_clock_ms();
@@ -86,6 +147,14 @@ ledger_service(ledger_actor::stateful_pointer<ledger_state> self,
         return apply_transition(*self->state.db, tr);
       } catch (const std::exception& e) {
         return fail("task " + tr.task_id + " -> " + tr.state + ": " + e.what());
+      }
+    },
+    [self](record_atom,
+           transition_batch& batch) -> caf::result<batch_acks> {
+      try {
+        return batch_acks{apply_batch(*self->state.db, batch.changes)};
+      } catch (const std::exception& e) {
+        return fail(e.what());
       }
     },
     [self](record_atom, run_transition& tr) -> caf::result<bool> {

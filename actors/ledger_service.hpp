@@ -21,4 +21,10 @@ ledger_actor spawn_ledger_service(caf::actor_system& sys, store::ledger db);
 /// task's attempt number. Throws store::ledger_error.
 uint64_t apply_transition(store::ledger& db, const task_transition& tr);
 
+/// Applies transitions in one transaction (group commit); returns each
+/// attempt number. Throws store::ledger_error when any change was refused
+/// (the others are written).
+std::vector<uint64_t> apply_batch(store::ledger& db,
+                                  const std::vector<task_transition>& trs);
+
 } // namespace taskforce

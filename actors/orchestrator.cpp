@@ -56,6 +56,19 @@ struct orchestrator_state {
   std::map<size_t, worker_handle> running;
   /// Ledger writes and merges not answered yet: the run cannot finish.
   size_t outstanding = 0;
+  /// A transition waiting for the next group commit, and what to do once
+  /// it is durable.
+  struct queued {
+    size_t index;
+    std::string state;
+    std::string why;
+    std::function<void(uint64_t)> then;
+  };
+  /// Transitions written while a batch is in flight: the next batch.
+  std::vector<queued> queue;
+  std::vector<task_transition> queue_msgs;
+  /// A batch is with the ledger.
+  bool batch_in_flight = false;
   /// The run no longer launches tasks.
   bool paused = false;
   /// The run stops for good.
@@ -114,33 +127,59 @@ void ledger_failed(self_ptr self, const caf::error& err) {
   maybe_finish(self);
 }
 
+void flush(self_ptr self);
+
 /// Writes a task transition. The in-memory state follows at once (so the
 /// scheduler sees what is about to be true), but `then` (the action) runs
 /// only once the ledger committed it, with the task's attempt number.
+/// Transitions queue while one batch is with the ledger and go together in
+/// the next (group commit): one sync for many.
 void record(self_ptr self, size_t i, std::string state, std::string why,
             json detail, std::function<void(uint64_t)> then) {
   auto& t = task(self, i);
-  task_transition tr{self->state.setup.run_id, t.id, state, t.attempt_no, why,
-                     detail.is_null() ? "{}" : detail.dump()};
+  self->state.queue_msgs.push_back(task_transition{
+    self->state.setup.run_id, t.id, state, t.attempt_no, why,
+    detail.is_null() ? "{}" : detail.dump()});
+  self->state.queue.push_back({i, state, why, std::move(then)});
   t.state = state;
   t.reason = why;
   ++self->state.outstanding;
+  flush(self);
+}
+
+void flush(self_ptr self) {
+  auto& st = self->state;
+  if (st.batch_in_flight || st.queue.empty())
+    return;
+  st.batch_in_flight = true;
+  auto items = std::make_shared<std::vector<orchestrator_state::queued>>(
+    std::move(st.queue));
+  transition_batch batch{std::move(st.queue_msgs)};
+  st.queue.clear();
+  st.queue_msgs.clear();
   self
-    ->request(self->state.setup.ledger, caf::infinite, record_atom::value,
-              std::move(tr))
+    ->request(st.setup.ledger, caf::infinite, record_atom::value,
+              std::move(batch))
     .then(
-      [=](uint64_t attempt) {
-        --self->state.outstanding;
-        auto& t = task(self, i);
-        if (attempt > 0)
-          t.attempt_no = attempt;
-        emit(self, &t, state, why);
-        if (then)
-          then(attempt);
+      [=](batch_acks& acks) {
+        self->state.batch_in_flight = false;
+        for (size_t k = 0; k < items->size(); ++k) {
+          auto& q = (*items)[k];
+          --self->state.outstanding;
+          auto attempt = k < acks.attempts.size() ? acks.attempts[k] : 0;
+          auto& t = task(self, q.index);
+          if (attempt > 0)
+            t.attempt_no = attempt;
+          emit(self, &t, q.state, q.why);
+          if (q.then)
+            q.then(attempt);
+        }
+        flush(self);
         maybe_finish(self);
       },
       [=](caf::error& err) {
-        --self->state.outstanding;
+        self->state.batch_in_flight = false;
+        self->state.outstanding -= items->size();
         ledger_failed(self, err);
       });
 }

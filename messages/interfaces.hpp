@@ -62,6 +62,9 @@ using ledger_actor = caf::typed_actor<
   /// From the orchestrator: a task changed state. Answers, once durable,
   /// the task's current attempt number (0 when it never had one).
   caf::replies_to<record_atom, task_transition>::with<uint64_t>,
+  /// Group commit: the transitions in order, one transaction; answers each
+  /// attempt number once durable, or an error when any was refused.
+  caf::replies_to<record_atom, transition_batch>::with<batch_acks>,
   /// From the orchestrator: the run changed state; true once durable.
   caf::replies_to<record_atom, run_transition>::with<bool>,
   /// The run's state and reason as the ledger has them now (another process

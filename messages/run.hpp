@@ -28,6 +28,16 @@ struct task_transition {
   std::string detail = "{}";
 };
 
+/// Several task transitions written in one transaction (group commit).
+struct transition_batch {
+  std::vector<task_transition> changes;
+};
+
+/// The answer to a transition_batch: each task's attempt number, in order.
+struct batch_acks {
+  std::vector<uint64_t> attempts;
+};
+
 /// A run state change ("running", "paused", "completed", "aborted").
 struct run_transition {
   std::string run_id;
@@ -180,6 +190,16 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, task_transition& x) {
   return f(caf::meta::type_name("taskforce.task_transition"), x.run_id,
            x.task_id, x.state, x.attempt, x.reason, x.detail);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, transition_batch& x) {
+  return f(caf::meta::type_name("taskforce.transition_batch"), x.changes);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, batch_acks& x) {
+  return f(caf::meta::type_name("taskforce.batch_acks"), x.attempts);
 }
 
 template <class Inspector>

@@ -31,6 +31,8 @@ struct pool_status;
 enum class merge_status : uint8_t;
 enum class attempt_status : uint8_t;
 struct task_transition;
+struct transition_batch;
+struct batch_acks;
 struct run_transition;
 struct worktree_lease;
 struct worktree_request;
@@ -94,6 +96,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_outcome))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_progress))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run_event))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::transition_batch))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::batch_acks))
 
   // Ledger protocol.
   CAF_ADD_ATOM(taskforce_run, taskforce, record_atom, "record")

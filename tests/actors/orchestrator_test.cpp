@@ -29,15 +29,25 @@ struct record {
   std::vector<std::string> merged;
 };
 
+uint64_t note(record& rec, const task_transition& t) {
+  rec.transitions.push_back(t);
+  uint64_t n = 0;
+  for (auto& x : rec.transitions)
+    if (x.task_id == t.task_id && x.state == "running")
+      ++n;
+  return n;
+}
+
 ledger_actor::behavior_type fake_ledger(std::shared_ptr<record> rec) {
   return {
     [rec](record_atom, task_transition& t) -> uint64_t {
-      rec->transitions.push_back(t);
-      uint64_t n = 0;
-      for (auto& x : rec->transitions)
-        if (x.task_id == t.task_id && x.state == "running")
-          ++n;
-      return n;
+      return note(*rec, t);
+    },
+    [rec](record_atom, transition_batch& b) {
+      batch_acks acks;
+      for (auto& t : b.changes)
+        acks.attempts.push_back(note(*rec, t));
+      return acks;
     },
     [rec](record_atom, run_transition& t) {
       rec->run_states.push_back(t.state);
