@@ -12,6 +12,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/pool.hpp"
+#include "messages/run.hpp"
 #include "messages/type_ids.hpp"
 
 namespace taskforce {
@@ -54,5 +55,50 @@ using pool_actor = caf::typed_actor<
   caf::replies_to<detach_atom, uint64_t>::with<std::vector<std::string>>,
   /// From the watchdog: the timer (id, generation) is due.
   caf::reacts_to<expired_atom, uint64_t, uint64_t>>;
+
+/// The ledger service: the one SQLite connection of a repository's
+/// `.taskforce/ledger.sqlite`. Every answer comes after the commit.
+using ledger_actor = caf::typed_actor<
+  /// From the orchestrator: a task changed state. Answers, once durable,
+  /// the task's current attempt number (0 when it never had one).
+  caf::replies_to<record_atom, task_transition>::with<uint64_t>,
+  /// Group commit: the transitions in order, one transaction; answers each
+  /// attempt number once durable, or an error when any was refused.
+  caf::replies_to<record_atom, transition_batch>::with<batch_acks>,
+  /// From the orchestrator: the run changed state; true once durable.
+  caf::replies_to<record_atom, run_transition>::with<bool>,
+  /// The run's state and reason as the ledger has them now (another process
+  /// may have asked for a pause or an abort).
+  caf::replies_to<caf::get_atom, std::string>::with<run_transition>>;
+
+/// The git service: the one writer of the main repository (libgit2).
+using git_actor = caf::typed_actor<
+  /// From a worker: a worktree on `taskforce/<run>/<task>` from the base tip
+  /// (or the kept one of an interrupted attempt).
+  caf::replies_to<lease_atom, worktree_request>::with<worktree_lease>,
+  /// From a worker: every changed path of a worktree, untracked included.
+  caf::replies_to<changed_atom, std::string>::with<std::vector<std::string>>,
+  /// From the orchestrator: commit, merge into the base, clean up.
+  caf::replies_to<merge_atom, merge_request>::with<merge_outcome>,
+  /// Removes a task's worktree and branch (run, task); true if removed.
+  caf::replies_to<discard_atom, std::string, std::string>::with<bool>,
+  /// The run is over: removes the clean, merged worktrees kept for reuse.
+  caf::replies_to<finished_atom>::with<bool>>;
+
+/// The orchestrator of one run.
+using orchestrator_actor = caf::typed_actor<
+  /// From the command: start (or continue) scheduling.
+  caf::reacts_to<start_atom>,
+  /// Pause with a reason: running attempts are interrupted (Ctrl-C), or
+  /// left to finish when the second argument is false.
+  caf::reacts_to<pause_atom, std::string, bool>,
+  /// Stop the run for good: attempts interrupted, the run aborted.
+  caf::reacts_to<abort_atom, std::string>,
+  /// From a worker: its attempt ended.
+  caf::reacts_to<outcome_atom, attempt_outcome>,
+  /// From a worker: its attempt entered a new phase.
+  caf::reacts_to<progress_atom, attempt_progress>,
+  /// From itself: time to look for a pause or abort asked by another process.
+  caf::reacts_to<caf::tick_atom>>;
 
 } // namespace taskforce

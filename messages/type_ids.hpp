@@ -26,6 +26,22 @@ struct queued_entry;
 struct pool_view;
 struct pool_status;
 
+// -- run family (messages/run.hpp) --------------------------------------------
+
+enum class merge_status : uint8_t;
+enum class attempt_status : uint8_t;
+struct task_transition;
+struct transition_batch;
+struct batch_acks;
+struct run_transition;
+struct worktree_lease;
+struct worktree_request;
+struct merge_request;
+struct merge_outcome;
+struct attempt_outcome;
+struct attempt_progress;
+struct run_event;
+
 } // namespace taskforce
 
 CAF_BEGIN_TYPE_ID_BLOCK(taskforce, caf::first_custom_type_id)
@@ -64,3 +80,39 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce, caf::first_custom_type_id)
   CAF_ADD_ATOM(taskforce, taskforce, expired_atom, "expired")
 
 CAF_END_TYPE_ID_BLOCK(taskforce)
+
+// The run family: a second block, so the run's vocabulary grows without
+// renumbering the pool's.
+CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
+
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::merge_status))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_status))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_transition))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run_transition))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::worktree_lease))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::worktree_request))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::merge_request))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::merge_outcome))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_outcome))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_progress))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run_event))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::transition_batch))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::batch_acks))
+
+  // Ledger protocol.
+  CAF_ADD_ATOM(taskforce_run, taskforce, record_atom, "record")
+  // Git protocol.
+  CAF_ADD_ATOM(taskforce_run, taskforce, lease_atom, "lease")
+  CAF_ADD_ATOM(taskforce_run, taskforce, merge_atom, "merge")
+  CAF_ADD_ATOM(taskforce_run, taskforce, changed_atom, "changed")
+  CAF_ADD_ATOM(taskforce_run, taskforce, discard_atom, "discard")
+  // Orchestrator protocol.
+  CAF_ADD_ATOM(taskforce_run, taskforce, start_atom, "start")
+  CAF_ADD_ATOM(taskforce_run, taskforce, pause_atom, "pause")
+  CAF_ADD_ATOM(taskforce_run, taskforce, resume_atom, "resume")
+  CAF_ADD_ATOM(taskforce_run, taskforce, abort_atom, "abort")
+  CAF_ADD_ATOM(taskforce_run, taskforce, outcome_atom, "outcome")
+  CAF_ADD_ATOM(taskforce_run, taskforce, progress_atom, "progress")
+  CAF_ADD_ATOM(taskforce_run, taskforce, finished_atom, "finished")
+
+CAF_END_TYPE_ID_BLOCK(taskforce_run)

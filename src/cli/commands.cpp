@@ -7,6 +7,22 @@ int run_config_command(const std::vector<std::string>&, const global_options&);
 extern const char* config_help;
 int run_plan_command(const std::vector<std::string>&, const global_options&);
 extern const char* plan_help;
+int run_run_command(const std::vector<std::string>&, const global_options&);
+extern const char* run_help;
+int run_resume_command(const std::vector<std::string>&, const global_options&);
+extern const char* resume_help;
+int run_status_command(const std::vector<std::string>&, const global_options&);
+extern const char* status_help;
+int run_list_command(const std::vector<std::string>&, const global_options&);
+extern const char* list_help;
+int run_logs_command(const std::vector<std::string>&, const global_options&);
+extern const char* logs_help;
+int run_diff_command(const std::vector<std::string>&, const global_options&);
+extern const char* diff_help;
+int run_abort_command(const std::vector<std::string>&, const global_options&);
+extern const char* abort_help;
+int run_discard_command(const std::vector<std::string>&, const global_options&);
+extern const char* discard_help;
 int run_demo_command(const std::vector<std::string>&, const global_options&);
 extern const char* demo_help;
 int run_serve_command(const std::vector<std::string>&, const global_options&);
@@ -21,7 +37,23 @@ const std::vector<command>& commands() {
      config_help, run_config_command},
     {"plan", "parse a task file and print its schedule, running nothing",
      plan_help, run_plan_command},
-    {"demo", "five subagents admitted through the pool, two at a time",
+    {"run", "run a task file: worktrees, gates, merges", run_help,
+     run_run_command},
+    {"resume", "continue the latest unfinished run", resume_help,
+     run_resume_command},
+    {"status", "show where the latest run stands", status_help,
+     run_status_command},
+    {"list", "one line per run", list_help,
+     run_list_command},
+    {"logs", "a task's state, gate output and history", logs_help,
+     run_logs_command},
+    {"diff", "a task's changes as a patch", diff_help,
+     run_diff_command},
+    {"abort", "stop the latest unfinished run", abort_help,
+     run_abort_command},
+    {"discard", "remove a task's worktree and branch", discard_help,
+     run_discard_command},
+    {"demo", "a small project run end to end (--pool: the admission pool)",
      demo_help, run_demo_command},
     {"serve", "serve the pool over JSON lines (stdio or TCP)", serve_help,
      run_serve_command},

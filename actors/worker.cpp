@@ -1,0 +1,402 @@
+#include "actors/worker.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include <fstream>
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include "src/report/report.hpp"
+#include "src/worker/agent_preset.hpp"
+#include "src/worker/prompt.hpp"
+#include "src/worker/script.hpp"
+#include "src/scope/coverage.hpp"
+#include "src/store/ledger.hpp"
+
+namespace fs = std::filesystem;
+
+namespace taskforce {
+
+namespace {
+
+// The process groups of running commands, readable from a signal handler.
+constexpr size_t max_groups = 512;
+std::atomic<pid_t> running_groups[max_groups];
+
+// Also on disk, so the next process can kill what a SIGKILLed driver left
+// running (workers live in their own process groups).
+void write_group_file(const fs::path& dir, pid_t pgid, const std::string& run) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::ofstream out(dir / std::to_string(pgid));
+  out << run << '\n';
+}
+
+void remember_group(pid_t pgid) {
+  for (auto& slot : running_groups) {
+    pid_t empty = 0;
+    if (slot.compare_exchange_strong(empty, pgid))
+      return;
+  }
+}
+
+void forget_group(pid_t pgid) {
+  for (auto& slot : running_groups) {
+    pid_t expected = pgid;
+    if (slot.compare_exchange_strong(expected, 0))
+      return;
+  }
+}
+
+} // namespace
+
+void kill_all_worker_groups() noexcept {
+  for (auto& slot : running_groups) {
+    auto pgid = slot.load();
+    if (pgid > 0)
+      ::kill(-pgid, SIGKILL);
+  }
+}
+
+void kill_stale_worker_groups(const fs::path& root) {
+  auto dir = root / ".taskforce" / "pgids";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    auto name = e.path().filename().string();
+    pid_t pgid = static_cast<pid_t>(std::atol(name.c_str()));
+    std::ifstream in(e.path());
+    std::string run;
+    std::getline(in, run);
+    if (pgid > 1 && !run.empty()) {
+      // A group ID is not reused while the group lives; a leader that is
+      // alive must carry the run's mark (its pid may belong to a newcomer).
+      std::ifstream env("/proc/" + name + "/environ", std::ios::binary);
+      std::string text((std::istreambuf_iterator<char>(env)),
+                       std::istreambuf_iterator<char>());
+      if (!env.is_open()
+          || text.find("TASKFORCE_RUN=" + run) != std::string::npos)
+        ::kill(-pgid, SIGKILL);
+    }
+    fs::remove(e.path(), ec);
+  }
+}
+
+backend_call backend_command(const worker_job& job, const backend_round& r) {
+  auto& t = job.task;
+  backend_call call;
+  if (r.backend == "shell") {
+    if (t.run.empty())
+      throw std::runtime_error("the shell worker needs a `run:` command");
+    call.argv = {"/bin/sh", "-c", t.run};
+    return call;
+  }
+  if (r.backend == "scripted") {
+    auto script = job.cfg.script_file;
+    if (script.empty())
+      throw std::runtime_error(
+        "the scripted worker needs run.scriptFile in the config");
+    if (fs::path{script}.is_relative())
+      script = (job.root / script).string();
+    call.argv = scripted_worker_argv(job.self_exe, script, t.id, r.invocation);
+    return call;
+  }
+  // agent: a preset with the composed prompt.
+  auto preset = load_agent_preset(r.preset, job.root.string());
+  prompt_request pr;
+  pr.task_id = t.id;
+  pr.title = t.title;
+  pr.body = t.body;
+  pr.files = t.files;
+  pr.verify = t.verify;
+  pr.instructions = job.cfg.worker_instructions;
+  pr.instructions_file_text = read_instructions_file(
+    job.cfg.worker_instructions_file, job.root.string());
+  pr.repair_round = static_cast<int>(r.repair);
+  pr.gate_result = r.gate_result;
+  pr.gate_tail = r.gate_tail;
+  pr.previous_failure = r.previous_failure;
+  agent_values v;
+  v.prompt = compose_prompt(pr);
+  // Outside the worktree: inside, it would count as a change of the task.
+  v.prompt_file = (r.log_dir / ("prompt-" + std::to_string(r.invocation)
+                                + ".md"))
+                    .string();
+  {
+    std::ofstream out(v.prompt_file, std::ios::binary);
+    out << v.prompt;
+  }
+  v.model = t.model.empty() ? job.cfg.worker_model : t.model;
+  v.worktree = r.cwd.string();
+  v.task_id = t.id;
+  v.title = t.title;
+  v.files = t.files;
+  auto cmd = expand_agent_preset(preset, v);
+  call.argv = std::move(cmd.argv);
+  call.env = std::move(cmd.env);
+  call.stdin_file = std::move(cmd.stdin_file);
+  return call;
+}
+
+namespace {
+
+std::string tail_of(const std::string& text, size_t n) {
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs) {
+    if (!out.empty())
+      out += ", ";
+    out += x;
+  }
+  return out;
+}
+
+/// The attempt, step by step, on the worker's own thread.
+class attempt_runner {
+public:
+  attempt_runner(caf::blocking_actor* self, worker_job& job)
+    : self_(self), job_(job) {
+    out_.task_id = job.task.id;
+    out_.attempt = job.attempt;
+  }
+
+  void run() {
+    try {
+      steps();
+    } catch (const std::exception& e) {
+      out_.status = attempt_status::failed;
+      out_.reason = e.what();
+    }
+    if (job_.cancel.cancelled() && out_.status != attempt_status::done) {
+      out_.status = attempt_status::interrupted;
+      out_.reason = "interrupted";
+    }
+    self_->send(job_.orchestrator, outcome_atom::value, out_);
+  }
+
+private:
+  void progress(const std::string& phase, const std::string& detail,
+                bool with_worktree = false) {
+    attempt_progress p{job_.task.id, job_.attempt, phase, detail, {}, {}};
+    if (with_worktree) {
+      p.worktree = out_.worktree;
+      p.branch = out_.branch;
+    }
+    self_->send(job_.orchestrator, progress_atom::value, std::move(p));
+  }
+
+  bool lease() {
+    auto& cfg = job_.cfg;
+    if (!cfg.use_worktrees || cfg.mode == "assist") {
+      cwd_ = job_.root;
+      return true;
+    }
+    worktree_request req{job_.run_id, job_.task.id, job_.fresh,
+                         job_.task.worktree};
+    bool ok = false;
+    std::string why;
+    self_->request(job_.git, caf::infinite, lease_atom::value, req)
+      .receive(
+        [&](worktree_lease& l) {
+          ok = true;
+          out_.worktree = l.path;
+          out_.branch = l.branch;
+          cwd_ = l.path;
+        },
+        [&](caf::error& err) { why = self_->system().render(err); });
+    if (ok)
+      return true;
+    if (cfg.require_worktrees) {
+      out_.reason = "cannot create the worktree: " + why;
+      return false;
+    }
+    spdlog::warn("{}: no worktree ({}), running in place", job_.task.id, why);
+    cwd_ = job_.root;
+    return true;
+  }
+
+  std::vector<std::string> changed_paths() {
+    std::vector<std::string> paths;
+    std::string why;
+    self_->request(job_.git, caf::infinite, changed_atom::value, cwd_.string())
+      .receive([&](std::vector<std::string>& xs) { paths = std::move(xs); },
+               [&](caf::error& err) { why = self_->system().render(err); });
+    if (!why.empty())
+      throw std::runtime_error("cannot list the changes: " + why);
+    return paths;
+  }
+
+  proc::run_result run_command(backend_call call, const fs::path& log,
+                               int64_t timeout_ms, bool append) {
+    proc::run_options ro;
+    ro.argv = std::move(call.argv);
+    ro.stdin_file = std::move(call.stdin_file);
+    ro.cwd = cwd_.string();
+    ro.log_file = log.string();
+    ro.append_log = append;
+    ro.timeout = std::chrono::milliseconds(timeout_ms);
+    ro.cancel = job_.cancel;
+    ro.env = {{"TASKFORCE_RUN", job_.run_id},
+              {"TASKFORCE_TASK", job_.task.id},
+              {"TASKFORCE_ATTEMPT", std::to_string(job_.attempt)},
+              {"TASKFORCE_REPAIR", std::to_string(out_.repairs)},
+              {"TASKFORCE_WORKTREE", cwd_.string()},
+              {"TASKFORCE_ROOT", job_.root.string()}};
+    if (!repair_note_.empty())
+      ro.env.emplace_back("TASKFORCE_GATE_FAILURE", tail_of(repair_note_, 4000));
+    for (auto& kv : call.env)
+      ro.env.push_back(std::move(kv));
+    pid_t started = -1;
+    auto group_dir = job_.root / ".taskforce" / "pgids";
+    ro.on_start = [&](pid_t pid) {
+      started = pid;
+      remember_group(pid);
+      write_group_file(group_dir, pid, job_.run_id);
+    };
+    struct forget {
+      pid_t& pid;
+      fs::path dir;
+      ~forget() {
+        if (pid > 0) {
+          forget_group(pid);
+          std::error_code ec;
+          fs::remove(dir / std::to_string(pid), ec);
+        }
+      }
+    } guard{started, group_dir};
+    return proc::run(ro);
+  }
+
+  bool interrupted() {
+    if (!job_.cancel.cancelled())
+      return false;
+    out_.status = attempt_status::interrupted;
+    out_.reason = "interrupted";
+    return true;
+  }
+
+  void steps() {
+    auto& t = job_.task;
+    auto& cfg = job_.cfg;
+    out_.status = attempt_status::failed;
+    if (interrupted())
+      return;
+    if (!lease())
+      return;
+    progress("running", "", true);
+    auto log_dir = job_.root / ".taskforce"
+                   / store::attempt_log_dir(job_.run_id, t.id,
+                                            static_cast<int>(job_.attempt));
+    fs::create_directories(log_dir);
+    // `agent:` names a backend, or an agent preset for the agent backend.
+    backend_round round;
+    round.backend = t.agent.empty() ? cfg.worker : t.agent;
+    round.preset = cfg.agent_preset;
+    if (round.backend != "shell" && round.backend != "scripted"
+        && round.backend != "agent") {
+      round.preset = round.backend;
+      round.backend = "agent";
+    }
+    round.cwd = cwd_;
+    round.log_dir = log_dir;
+    round.previous_failure = t.previous_failure;
+    auto backend = parse_worker_backend(round.backend)
+                     .value_or(worker_backend::shell);
+    int64_t timeout = t.timeout_ms > 0 ? t.timeout_ms : cfg.task_timeout_ms;
+    for (;;) {
+      round.invocation = t.invocations + out_.rounds + 1;
+      round.repair = out_.repairs;
+      auto call = backend_command(job_, round);
+      ++out_.rounds;
+      auto r = run_command(std::move(call), log_dir / "worker.log", timeout,
+                           out_.repairs > 0);
+      out_.exit_code = r.exit_code;
+      if (interrupted())
+        return;
+      auto reading = read_report(r.tail);
+      auto v = judge_worker(backend, r, reading);
+      if (v.report && v.report->usage) {
+        out_.input_tokens += v.report->usage->input_tokens;
+        out_.output_tokens += v.report->usage->output_tokens;
+        out_.cost_usd += v.report->usage->cost_usd;
+      }
+      out_.tail = tail_of(r.tail, 2000);
+      if (v.kind == verdict_kind::blocked) {
+        out_.status = attempt_status::blocked;
+        out_.reason = v.reason;
+        return;
+      }
+      if (v.kind == verdict_kind::failed) {
+        out_.reason = "worker: " + v.reason;
+        return;
+      }
+      progress("verifying", "");
+      if (cfg.enforce_diff_scope && cwd_ != job_.root && !t.files.empty()) {
+        scope::coverage cover{t.files};
+        std::vector<std::string> outside;
+        for (auto& p : changed_paths())
+          if (!cover.covers(p))
+            outside.push_back(p);
+        if (!outside.empty()) {
+          out_.reason = "changed files outside its scope: " + join(outside);
+          return;
+        }
+      }
+      if (t.verify.empty()) {
+        out_.status = attempt_status::done;
+        out_.reason = v.reason;
+        return;
+      }
+      auto g = run_command(backend_call{{"/bin/sh", "-c", t.verify}, {}, {}},
+                           log_dir / "verify.log", cfg.verify_timeout_ms,
+                           out_.repairs > 0);
+      if (interrupted())
+        return;
+      out_.tail = tail_of(g.tail, 2000);
+      out_.exit_code = g.exit_code;
+      if (g.success()) {
+        out_.status = attempt_status::done;
+        out_.reason = v.reason;
+        return;
+      }
+      auto failure = "gate failed (" + g.describe() + ")";
+      if (!cfg.repair_on_failure || out_.repairs >= cfg.max_repairs) {
+        out_.reason = failure;
+        return;
+      }
+      ++out_.repairs;
+      repair_note_ = failure + "\n" + g.tail;
+      round.gate_result = g.describe();
+      round.gate_tail = g.tail;
+      progress("repairing", "repair " + std::to_string(out_.repairs) + ": "
+                              + failure);
+    }
+  }
+
+  caf::blocking_actor* self_;
+  worker_job& job_;
+  attempt_outcome out_;
+  fs::path cwd_;
+  std::string repair_note_;
+};
+
+void worker(caf::blocking_actor* self, worker_job job) {
+  attempt_runner runner{self, job};
+  runner.run();
+}
+
+} // namespace
+
+caf::actor spawn_worker(caf::actor_system& sys, worker_job job) {
+  return sys.spawn(worker, std::move(job));
+}
+
+} // namespace taskforce

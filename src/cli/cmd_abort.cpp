@@ -1,0 +1,87 @@
+// `taskforce abort` and `taskforce discard TASK`: stop a run; throw away a
+// task's worktree and branch.
+#include <iostream>
+
+#include "src/cli/args.hpp"
+#include "src/cli/cli.hpp"
+#include "src/cli/steer.hpp"
+#include "src/git/git.hpp"
+
+namespace taskforce::cli {
+
+const char* abort_help
+  = "usage: taskforce abort [--run ID]\n\n"
+    "Stops the latest unfinished run for good. A process driving it notices\n"
+    "within a second, kills its workers' process groups and exits 1.\n"
+    "Worktrees and branches are kept (see taskforce discard).\n";
+
+const char* discard_help
+  = "usage: taskforce discard TASK [--run ID]\n\n"
+    "Removes a task's worktree and branch, whatever they hold, and puts the\n"
+    "task back to pending so a resume runs it from scratch. Refused while\n"
+    "the task is being worked on.\n";
+
+int run_abort_command(const std::vector<std::string>& argv,
+                      const global_options& opts) {
+  args parsed(argv, {"--run"}, {});
+  if (!parsed.positionals().empty())
+    throw usage_error("abort takes no arguments");
+  auto root = repository_of(opts);
+  auto db = open_ledger(root, true);
+  auto run = pick_run(db, parsed.value("--run"));
+  if (is_finished(run.state))
+    throw usage_error("run " + run.id + " is already "
+                      + to_string(run.state));
+  db.set_run_state(run.id, run_state::aborted, std::string{"aborted by the user"},
+                   store::wall_clock_ms());
+  std::cout << "run " << run.id << " aborted";
+  if (auto who = driver_of(root))
+    std::cout << " (" << *who << "; it stops within a second)";
+  std::cout << '\n';
+  return exit_ok;
+}
+
+int run_discard_command(const std::vector<std::string>& argv,
+                        const global_options& opts) {
+  args parsed(argv, {"--run"}, {});
+  if (parsed.positionals().size() != 1)
+    throw usage_error("discard needs exactly one TASK id");
+  auto task_id = parsed.positionals()[0];
+  auto root = repository_of(opts);
+  auto db = open_ledger(root, true);
+  auto run = pick_run(db, parsed.value("--run"));
+  auto t = db.find_task(run.id, task_id);
+  if (!t)
+    throw usage_error("run " + run.id + " has no task " + task_id);
+  if (is_active(t->state) && driver_of(root))
+    throw usage_error("task " + task_id + " is " + to_string(t->state)
+                      + "; pause or abort the run first");
+  git::library lib;
+  auto repo = git::open(root);
+  std::string branch = t->branch.value_or("taskforce/" + run.id + "/" + task_id);
+  bool removed = false;
+  for (auto& wt : git::list_worktrees(repo))
+    if (wt.branch == branch
+        || (t->worktree && wt.path == std::filesystem::path{*t->worktree}))
+      removed |= git::remove_worktree(repo, wt.path.string(), true);
+  removed |= git::delete_branch(repo, branch);
+  if (t->state != task_state::done && t->state != task_state::pending
+      && allowed(t->state, task_state::pending)) {
+    store::task_change c;
+    c.to = task_state::pending;
+    c.reason = "discarded";
+    c.fields.conflict_paths = std::vector<std::string>{};
+    c.fields.clear_branch_and_worktree = true;
+    db.transition(run.id, task_id, c, store::wall_clock_ms());
+  } else if (removed && t->state != task_state::done) {
+    store::task_fields f;
+    f.clear_branch_and_worktree = true;
+    db.update_task(run.id, task_id, f, store::wall_clock_ms());
+  }
+  std::cout << (removed ? "discarded the worktree and branch of "
+                        : "nothing to discard for ")
+            << task_id << '\n';
+  return exit_ok;
+}
+
+} // namespace taskforce::cli

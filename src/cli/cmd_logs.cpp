@@ -1,0 +1,105 @@
+// `taskforce logs TASK`: a task's state, branch, gate output and history.
+#include <fstream>
+#include <iostream>
+
+#include "src/cli/args.hpp"
+#include "src/cli/cli.hpp"
+#include "src/cli/run_driver.hpp"
+#include "src/cli/steer.hpp"
+
+namespace fs = std::filesystem;
+
+namespace taskforce::cli {
+
+const char* logs_help
+  = "usage: taskforce logs TASK [--run ID] [--json]\n\n"
+    "Shows a task of the latest run (or --run ID): its state and reason,\n"
+    "branch, worktree, merge commit, conflicting paths, the tail of its last\n"
+    "gate output, every attempt with its log files\n"
+    "(.taskforce/logs/<run>/<task>/attempt-N/{worker,verify}.log), and every\n"
+    "event, oldest first.\n";
+
+namespace {
+
+std::string tail_of_file(const fs::path& p, size_t n) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    return {};
+  std::string text((std::istreambuf_iterator<char>(in)),
+                   std::istreambuf_iterator<char>());
+  return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+} // namespace
+
+int run_logs_command(const std::vector<std::string>& argv,
+                     const global_options& opts) {
+  args parsed(argv, {"--run"}, {"--json"});
+  if (parsed.positionals().size() != 1)
+    throw usage_error("logs needs exactly one TASK id");
+  auto task_id = parsed.positionals()[0];
+  auto root = repository_of(opts);
+  auto db = open_ledger(root, false);
+  auto run = pick_run(db, parsed.value("--run"));
+  auto h = db.history(run.id, task_id);
+  if (!h)
+    throw usage_error("run " + run.id + " has no task " + task_id);
+  if (parsed.flag("--json")) {
+    std::cout << '[';
+    for (size_t i = 0; i < h->events.size(); ++i)
+      std::cout << (i ? "," : "") << store::to_json_line(h->events[i]);
+    std::cout << "]\n";
+    return exit_ok;
+  }
+  auto& t = h->task;
+  std::cout << "task " << t.id << ": " << t.title << "\nstate: "
+            << to_string(t.state);
+  if (t.reason)
+    std::cout << " - " << *t.reason;
+  std::cout << "\nattempts: " << t.attempts << '\n';
+  if (t.branch)
+    std::cout << "branch: " << *t.branch << '\n';
+  if (t.worktree)
+    std::cout << "worktree: " << *t.worktree << '\n';
+  if (t.merge_commit)
+    std::cout << "merge commit: " << *t.merge_commit << '\n';
+  if (!t.conflict_paths.empty()) {
+    std::cout << "conflicting paths:\n";
+    for (auto& p : t.conflict_paths)
+      std::cout << "  " << p << '\n';
+  }
+  if (t.gate_tail && !t.gate_tail->empty())
+    std::cout << "last output (tail):\n" << *t.gate_tail
+              << (t.gate_tail->back() == '\n' ? "" : "\n");
+  auto dir = state_dir(root);
+  for (auto& a : h->attempts) {
+    std::cout << "attempt " << a.number << ": " << to_string(a.state);
+    if (a.exit_code)
+      std::cout << " (exit " << *a.exit_code << ")";
+    if (a.repairs > 0)
+      std::cout << ", " << a.repairs << " repair(s)";
+    std::cout << '\n';
+    for (auto* name : {&a.worker_log, &a.verify_log}) {
+      if (name->empty())
+        continue;
+      auto path = dir / *name;
+      std::error_code ec;
+      if (fs::exists(path, ec))
+        std::cout << "  " << path.string() << '\n';
+    }
+  }
+  if (!h->attempts.empty()) {
+    auto& last = h->attempts.back();
+    auto wlog = dir / last.worker_log;
+    auto text = tail_of_file(wlog, 2000);
+    if (!text.empty())
+      std::cout << "worker output of attempt " << last.number << " (tail):\n"
+                << text << (text.back() == '\n' ? "" : "\n");
+  }
+  std::cout << "history:\n";
+  for (auto& e : h->events)
+    std::cout << "  " << store::to_json_line(e) << '\n';
+  return exit_ok;
+}
+
+} // namespace taskforce::cli

@@ -1,0 +1,450 @@
+#include "src/cli/run_driver.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/git_service.hpp"
+#include "actors/ledger_service.hpp"
+#include "actors/orchestrator.hpp"
+#include "actors/worker.hpp"
+#include "src/cli/cli.hpp"
+#include "src/cli/live_table.hpp"
+#include "src/git/git.hpp"
+#include "src/plan/graph.hpp"
+#include "src/store/ledger.hpp"
+#include "src/store/run_lock.hpp"
+#include "src/taskfile/parse.hpp"
+#include "src/worker/script.hpp"
+
+namespace fs = std::filesystem;
+
+namespace taskforce::cli {
+
+fs::path state_dir(const fs::path& root) {
+  return root / ".taskforce";
+}
+
+namespace {
+
+// -- Ctrl-C ---------------------------------------------------------------------
+
+std::atomic<int> interrupts{0};
+
+extern "C" void on_interrupt(int) {
+  if (interrupts.fetch_add(1) >= 1) {
+    // The second Ctrl-C: stop now. The ledger still says running; the next
+    // start finds the attempts interrupted and resumes them.
+    kill_all_worker_groups();
+    const char msg[] = "\ntaskforce: stopped at once; run `taskforce resume` "
+                       "to continue\n";
+    auto n = ::write(2, msg, sizeof msg - 1);
+    (void) n;
+    ::_exit(1);
+  }
+}
+
+struct signal_guard {
+  struct sigaction old_int {};
+  struct sigaction old_term {};
+  signal_guard() {
+    interrupts = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+  }
+  ~signal_guard() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+  }
+};
+
+// -- helpers --------------------------------------------------------------------
+
+struct run_system_config : caf::actor_system_config {
+  run_system_config() {
+    add_message_types<caf::id_block::taskforce>();
+    add_message_types<caf::id_block::taskforce_run>();
+    // Actors here only route messages; the blocking work has its own
+    // threads (detached actors), so two scheduler threads are plenty.
+    set("scheduler.max-threads", 2);
+  }
+};
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in)
+    throw usage_error(p.string() + ": cannot read the task file");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string join(const std::vector<std::string>& xs, const char* sep = ", ") {
+  std::string out;
+  for (auto& x : xs) {
+    if (!out.empty())
+      out += sep;
+    out += x;
+  }
+  return out;
+}
+
+std::string relative_to(const fs::path& root, const std::string& file) {
+  auto abs = fs::weakly_canonical(fs::absolute(file));
+  auto rel = abs.lexically_relative(fs::weakly_canonical(root));
+  if (rel.empty() || *rel.begin() == "..")
+    return abs.string();
+  return rel.generic_string();
+}
+
+std::vector<task_spec> parse_tasks(const fs::path& root,
+                                   const std::string& file_rel,
+                                   const config& cfg) {
+  fs::path path = file_rel;
+  if (path.is_relative())
+    path = root / path;
+  auto text = read_text(path);
+  auto popts = taskfile::options_from(cfg.run);
+  popts.working_directory = root.string();
+  auto parsed = taskfile::parse(text, file_rel, popts);
+  if (!parsed.ok()) {
+    std::string msg;
+    for (auto& e : parsed.errors) {
+      if (!msg.empty())
+        msg += "\ntaskforce: ";
+      msg += taskfile::format_error(file_rel, e);
+    }
+    throw usage_error(msg);
+  }
+  if (parsed.tasks.empty())
+    throw usage_error(file_rel + ": no tasks");
+  return std::move(parsed.tasks);
+}
+
+// The task file itself may be edited between runs (a fixed gate command):
+// a merge never touches it unless a task declares it.
+void refuse_dirty(git::repository& repo, const std::string& task_file) {
+  auto dirty = git::dirty_tracked_paths(repo);
+  dirty.erase(std::remove(dirty.begin(), dirty.end(), task_file), dirty.end());
+  if (!dirty.empty())
+    throw usage_error("the main checkout has uncommitted changes to tracked "
+                      "files; commit or stash them first: "
+                      + join(dirty));
+}
+
+std::string config_json_of(const config& cfg) {
+  auto all = nlohmann::json::parse(config_json(cfg), nullptr, false);
+  if (all.is_object() && all.contains("run"))
+    return all["run"].dump();
+  return "{}";
+}
+
+/// Prepares the ledger for driving `run`: attempts cut short become
+/// interrupted; tasks stopped by a failure get another chance (resume gives
+/// it another shot); a conflict is merged again (a hand merge is noticed).
+void prepare_resume(store::ledger& db, const std::string& run_id,
+                    std::set<std::string>& fresh_budget) {
+  auto now = store::wall_clock_ms();
+  db.mark_interrupted(run_id, "the process driving the run stopped", now);
+  for (auto& t : db.tasks(run_id)) {
+    store::task_change c;
+    switch (t.state) {
+      case task_state::failed:
+      case task_state::blocked:
+        c.to = task_state::pending;
+        c.reason = "resumed";
+        db.transition(run_id, t.id, c, now);
+        fresh_budget.insert(t.id);
+        break;
+      case task_state::conflict:
+        c.to = task_state::merging;
+        c.reason = "resumed: merging again";
+        db.transition(run_id, t.id, c, now);
+        break;
+      default:
+        break;
+    }
+  }
+}
+
+} // namespace
+
+int drive_run(const drive_options& opts) {
+  auto root = opts.root;
+  auto cfg = opts.cfg;
+  git::library lib;
+  auto repo = git::open(root);
+  auto dir = state_dir(root);
+  std::error_code ec;
+  bool had_state = fs::exists(dir / store::ledger_file_name, ec);
+
+  // A new run on a fresh repository: refuse bad input before creating
+  // anything at all.
+  std::string file_rel;
+  std::vector<task_spec> specs;
+  if (!opts.file.empty()) {
+    file_rel = relative_to(root, opts.file);
+    specs = parse_tasks(root, file_rel, cfg);
+    if (!had_state && cfg.run.mode != "assist")
+      refuse_dirty(repo, file_rel);
+  } else if (!had_state) {
+    throw usage_error("no run to resume in " + root.string());
+  }
+
+  fs::create_directories(dir);
+  git::ensure_excluded(repo, "/.taskforce/");
+  auto lock_or_holder = store::run_lock::try_acquire(
+    dir / store::run_lock_file_name);
+  if (auto* holder = std::get_if<store::run_lock_holder>(&lock_or_holder))
+    throw usage_error(store::describe(*holder)
+                      + "; two processes never drive a run at once");
+  auto lock = std::move(std::get<store::run_lock>(lock_or_holder));
+
+  // Whatever a killed run left behind: its workers, then git's leftovers.
+  kill_stale_worker_groups(root);
+  git::clear_stale_locks(repo);
+  git::prune_worktrees(repo);
+  git::empty_trash(repo);
+  git::complete_checkout(repo);
+
+  auto db = store::ledger::open(dir / store::ledger_file_name);
+  auto unfinished = db.latest_unfinished_run();
+  std::string run_id;
+  std::set<std::string> fresh_budget;
+  if (opts.file.empty()) {
+    if (!unfinished) {
+      auto last = db.latest_run();
+      if (last && last->state == run_state::completed) {
+        std::cout << "nothing to resume: run " << last->id << " ("
+                  << last->file << ") completed\n";
+        return exit_ok;
+      }
+      throw usage_error("no unfinished run to resume");
+    }
+    run_id = unfinished->id;
+    file_rel = unfinished->file;
+    specs = parse_tasks(root, file_rel, cfg);
+  } else if (unfinished && unfinished->file != file_rel) {
+    throw usage_error("run " + unfinished->id + " of " + unfinished->file
+                      + " is unfinished; `taskforce resume` or `taskforce "
+                        "abort` it first");
+  } else if (unfinished) {
+    run_id = unfinished->id;
+  }
+  if (cfg.run.mode != "assist")
+    refuse_dirty(repo, file_rel);
+
+  std::string base_branch;
+  if (run_id.empty()) {
+    // A new run.
+    base_branch = cfg.run.base_branch.empty() ? git::head_branch(repo)
+                                              : cfg.run.base_branch;
+    if (!git::branch_tip(repo, base_branch))
+      throw usage_error("base branch " + base_branch
+                        + " has no commit yet; commit something first");
+    store::new_run nr;
+    auto now = store::wall_clock_ms();
+    nr.id = store::new_run_id(now);
+    nr.file = file_rel;
+    fs::path fp = file_rel;
+    nr.file_hash = store::content_hash(
+      read_text(fp.is_relative() ? root / fp : fp));
+    nr.base_branch = base_branch;
+    nr.max_concurrency = cfg.run.max_concurrency;
+    nr.config_json = config_json_of(cfg);
+    for (auto& s : specs) {
+      store::new_task nt;
+      nt.id = s.id;
+      nt.index = static_cast<int>(s.index);
+      nt.title = s.title;
+      nt.state = s.done ? task_state::done : task_state::pending;
+      if (s.done)
+        nt.reason = "checked in the task file";
+      nr.tasks.push_back(nt);
+    }
+    db.create_run(nr, now);
+    run_id = nr.id;
+  } else {
+    auto row = db.find_run(run_id);
+    base_branch = row->base_branch;
+    prepare_resume(db, run_id, fresh_budget);
+  }
+  lock.set_run(run_id);
+  if (!git::head_commit(repo))
+    throw usage_error("the repository has no commit yet");
+
+  // The tasks as the orchestrator schedules them.
+  std::map<std::string, store::task_row> rows;
+  for (auto& r : db.tasks(run_id))
+    rows[r.id] = r;
+  for (auto& s : specs)
+    if (rows.count(s.id) == 0)
+      throw usage_error(file_rel + ": task " + s.id
+                        + " is not part of run " + run_id
+                        + " (the file changed); abort the run to start over");
+  plan::task_graph graph{specs};
+  std::vector<run_task> tasks;
+  for (size_t i = 0; i < graph.size(); ++i) {
+    auto& s = graph.task(i);
+    auto& row = rows[s.id];
+    run_task t;
+    t.id = s.id;
+    t.title = s.title;
+    t.body = s.body;
+    t.index = i;
+    t.priority = s.priority;
+    t.deps = graph.deps(i);
+    t.files = s.files;
+    t.verify = s.verify.value_or("");
+    t.run = s.run.value_or("");
+    t.agent = s.agent.value_or("");
+    t.model = s.model.value_or("");
+    t.timeout_ms = s.timeout_ms.value_or(0);
+    t.held = s.held;
+    t.hold_reason = s.hold_reason.value_or("");
+    t.state = to_string(row.state);
+    t.attempts = fresh_budget.count(s.id) > 0
+                   ? 0
+                   : static_cast<uint64_t>(std::max(0, row.attempts));
+    t.worktree = row.worktree.value_or("");
+    t.branch = row.branch.value_or("");
+    t.merge_commit = row.merge_commit.value_or("");
+    t.reason = row.reason.value_or("");
+    if (row.state != task_state::done)
+      for (auto& a : db.attempts(run_id, s.id))
+        t.invocations += 1 + static_cast<uint64_t>(std::max(0, a.repairs));
+    tasks.push_back(std::move(t));
+  }
+  for (auto& [a, b] : graph.conflict_pairs()) {
+    tasks[a].conflicts.push_back(b);
+    tasks[b].conflicts.push_back(a);
+  }
+
+  // The actors.
+  run_system_config sys_cfg;
+  caf::actor_system sys{sys_cfg};
+  auto ledger = spawn_ledger_service(sys, std::move(db));
+  git_service_setup gs{std::move(repo), root, base_branch, run_id,
+                       cfg.run.cleanup_worktrees, {}};
+  // Worktrees of done tasks left by an earlier process: spares, if clean.
+  // Never one that an unfinished task works in (they share folders once a
+  // spare was reused).
+  std::set<std::string> in_use;
+  for (auto& [id, row] : rows)
+    if (row.state != task_state::done && row.worktree)
+      in_use.insert(*row.worktree);
+  for (auto& [id, row] : rows)
+    if (row.state == task_state::done && row.worktree
+        && in_use.count(*row.worktree) == 0)
+      gs.spares.push_back(*row.worktree);
+  auto git = spawn_git_service(sys, std::move(gs));
+  caf::scoped_actor self{sys};
+  bool tty = !opts.plain && ::isatty(1) == 1;
+  live_table table{std::cout, tty, color_wanted()};
+  if (!opts.events_file.empty())
+    table.write_events_to(opts.events_file);
+  std::vector<table_row> table_rows;
+  for (auto& t : tasks) {
+    table_row r;
+    r.id = t.id;
+    r.title = t.title;
+    r.state = t.state;
+    r.reason = t.reason;
+    table_rows.push_back(r);
+  }
+  table.set_rows(std::move(table_rows));
+
+  auto self_exe = current_executable();
+  auto run_cfg = cfg.run;
+  worker_launcher launch = [&sys, run_id, run_cfg, root, self_exe,
+                            git](const run_task& t, uint64_t attempt,
+                                 bool fresh, caf::actor orch) {
+    proc::cancel_handle cancel;
+    worker_job job;
+    job.run_id = run_id;
+    job.task = t;
+    job.attempt = attempt;
+    job.fresh = fresh;
+    job.cfg = run_cfg;
+    job.root = root;
+    job.self_exe = self_exe;
+    job.git = git;
+    job.orchestrator = orch;
+    job.cancel = cancel;
+    auto actor = spawn_worker(sys, std::move(job));
+    return worker_handle{actor, [cancel] { cancel.kill(); }};
+  };
+  orchestrator_setup os;
+  os.run_id = run_id;
+  os.file = file_rel;
+  os.cfg = cfg.run;
+  os.tasks = std::move(tasks);
+  os.ledger = ledger;
+  os.git = git;
+  os.watcher = caf::actor_cast<caf::actor>(self);
+  os.launch = launch;
+  auto orch = spawn_orchestrator(sys, std::move(os));
+
+  signal_guard signals;
+  if (!tty)
+    std::cout << "run " << run_id << " (" << file_rel << ")\n";
+  self->send(orch, start_atom::value);
+  std::string final_state, final_reason;
+  bool asked_to_pause = false;
+  while (final_state.empty()) {
+    self->receive(
+      [&](run_event& ev) { table.apply(ev); },
+      [&](finished_atom, std::string& state, std::string& reason) {
+        final_state = state;
+        final_reason = reason;
+      },
+      caf::after(std::chrono::milliseconds(200)) >> [&] {
+        if (interrupts.load() > 0 && !asked_to_pause) {
+          asked_to_pause = true;
+          if (!tty)
+            std::cout << "interrupted: pausing (Ctrl-C again to stop at "
+                         "once)\n";
+          self->send(orch, pause_atom::value,
+                     std::string{"interrupted by Ctrl-C"}, true);
+        }
+        table.redraw(now_ms());
+      });
+  }
+  table.finish(now_ms());
+  // Clean merged worktrees kept for reuse go now; anything holding work
+  // stays.
+  self->request(git, std::chrono::seconds(60), finished_atom::value)
+    .receive([](bool) {}, [](caf::error&) {});
+  // Counted from the ledger's point of view: what the orchestrator recorded.
+  int code = exit_failed;
+  if (final_state == "completed" && final_reason.empty())
+    code = exit_ok;
+  if (final_state == "completed")
+    std::cout << "run " << run_id << " completed"
+              << (final_reason.empty() ? "" : ": " + final_reason) << '\n';
+  else if (final_state == "paused")
+    std::cout << "run " << run_id << " paused: " << final_reason
+              << "\nresume with: taskforce resume\n";
+  else
+    std::cout << "run " << run_id << " " << final_state
+              << (final_reason.empty() ? "" : ": " + final_reason) << '\n';
+  self->send_exit(orch, caf::exit_reason::user_shutdown);
+  self->send_exit(git, caf::exit_reason::user_shutdown);
+  self->send_exit(ledger, caf::exit_reason::user_shutdown);
+  return code;
+}
+
+} // namespace taskforce::cli
