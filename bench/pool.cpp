@@ -84,7 +84,7 @@ caf::behavior client(caf::event_based_actor* self, pool_actor pool,
 }
 
 double bench_actor(uint64_t pairs_per_client) {
-  size_t threads = 2;
+  size_t threads = 0; // runtime_config's default
   if (auto env = std::getenv("BENCH_THREADS"))
     threads = std::strtoull(env, nullptr, 10);
   runtime_config cfg{threads, false};
@@ -174,7 +174,7 @@ caf::behavior generic_client(caf::event_based_actor* self, Handle pool,
 }
 
 double bench_bare_actor(uint64_t pairs_per_client) {
-  runtime_config cfg{2, false};
+  runtime_config cfg{0, false};
   caf::actor_system sys{cfg};
   auto sem = sys.spawn(bare);
   caf::scoped_actor self{sys};

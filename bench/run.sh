@@ -20,8 +20,8 @@ export GIT_COMMITTER_NAME=bench GIT_COMMITTER_EMAIL=bench@example.com
 export NO_COLOR=1
 
 now() { date +%s.%N; }
-elapsed() { echo "$2 - $1" | bc -l | awk '{printf "%.3f", $1}'; }
-ratio() { echo "$1 / $2" | bc -l | awk '{printf "%.2f", $1}'; }
+elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 new_repo() {
   git init -q -b main "$1"

@@ -3,7 +3,7 @@
 set -euo pipefail
 packages=(build-essential cmake ninja-build pkg-config git
           libcaf-dev nlohmann-json3-dev libspdlog-dev libfmt-dev
-          libgit2-dev libsqlite3-dev)
+          libgit2-dev libsqlite3-dev time)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

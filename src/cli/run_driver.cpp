@@ -17,6 +17,7 @@
 #include "actors/git_service.hpp"
 #include "actors/ledger_service.hpp"
 #include "actors/orchestrator.hpp"
+#include "actors/runtime_config.hpp"
 #include "actors/worker.hpp"
 #include "src/cli/cli.hpp"
 #include "src/cli/live_table.hpp"
@@ -72,16 +73,6 @@ struct signal_guard {
 };
 
 // -- helpers --------------------------------------------------------------------
-
-struct run_system_config : caf::actor_system_config {
-  run_system_config() {
-    add_message_types<caf::id_block::taskforce>();
-    add_message_types<caf::id_block::taskforce_run>();
-    // Actors here only route messages; the blocking work has its own
-    // threads (detached actors), so two scheduler threads are plenty.
-    set("scheduler.max-threads", 2);
-  }
-};
 
 std::string read_text(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -334,7 +325,7 @@ int drive_run(const drive_options& opts) {
   }
 
   // The actors.
-  run_system_config sys_cfg;
+  runtime_config sys_cfg{0, false};
   caf::actor_system sys{sys_cfg};
   auto ledger = spawn_ledger_service(sys, std::move(db));
   git_service_setup gs{std::move(repo), root, base_branch, run_id,
