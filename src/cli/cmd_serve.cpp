@@ -23,8 +23,9 @@
 namespace taskforce::cli {
 
 const char* serve_help
-  = "usage: taskforce serve --stdio [--config FILE]\n"
-    "       taskforce serve [--listen [HOST:]PORT] [--config FILE]\n\n"
+  = "usage: taskforce serve --stdio [--publish ADDR | --join ADDR] [--config FILE]\n"
+    "       taskforce serve [--listen [HOST:]PORT] [--publish ADDR | --join ADDR]\n"
+    "                       [--config FILE]\n\n"
     "Serves the pool over the JSON-lines protocol (PROTOCOL.md): one JSON\n"
     "object per line in each direction.\n\n"
     "  --stdio          requests on standard input, responses and events on\n"
@@ -35,6 +36,13 @@ const char* serve_help
     "                   Without ADDR (or without --stdio) binds server.listen\n"
     "                   from the config (default 127.0.0.1:7411). Prints\n"
     "                   \"listening on HOST:PORT\" on standard error.\n"
+    "  --publish ADDR   also offer this server's pool to other taskforce\n"
+    "                   processes through CAF's middleman (ADDR as for\n"
+    "                   --listen, loopback by default); prints \"pool\n"
+    "                   published on HOST:PORT\" on standard error.\n"
+    "  --join ADDR      serve the pool another process published at ADDR\n"
+    "                   instead of a pool of its own: in global mode every\n"
+    "                   harness of every joined process shares one bound.\n"
     "  --config FILE    the config whose \"pool\" section sets the pool; a bad\n"
     "                   file exits 2 naming the key, the value and the rule.\n\n"
     "SIGINT or SIGTERM stops the server: open requests fail with\n"
@@ -115,8 +123,18 @@ bool take_listen(std::vector<std::string>& argv, std::string& address) {
   return false;
 }
 
-int serve_stdio(caf::actor_system& sys, pool_actor pool, const config& cfg,
-                const sigset_t& signals) {
+/// Stops `pool` when this process owns it; a joined pool belongs to the
+/// process that published it and lives on.
+void stop_pool(caf::scoped_actor& self, const pool_actor& pool, bool owned) {
+  if (!owned)
+    return;
+  self->send_exit(pool, caf::exit_reason::user_shutdown);
+  wait_down(self, caf::actor_cast<caf::actor>(pool),
+            std::chrono::milliseconds(2000));
+}
+
+int serve_stdio(caf::actor_system& sys, pool_actor pool, bool owned,
+                const config& cfg, const sigset_t& signals) {
   int wake[2];
   if (::pipe(wake) != 0)
     throw std::runtime_error("cannot create a pipe");
@@ -129,15 +147,16 @@ int serve_stdio(caf::actor_system& sys, pool_actor pool, const config& cfg,
     spdlog::info("stopping on signal");
     // Stop reading; the pool's exit fails open requests and ends the bridge.
     [[maybe_unused]] auto n = ::write(wake[1], "x", 1);
-    self->send_exit(pool, caf::exit_reason::user_shutdown);
+    if (owned)
+      self->send_exit(pool, caf::exit_reason::user_shutdown);
+    else // The pool detaches the bridge when it goes down.
+      self->send_exit(bridge, caf::exit_reason::user_shutdown);
     wait_down(self, bridge, std::chrono::milliseconds(2000));
   }
   wait_down(self, writer, std::chrono::milliseconds(2000));
   [[maybe_unused]] auto n = ::write(wake[1], "x", 1);
   wait_down(self, reader, std::chrono::milliseconds(2000));
-  self->send_exit(pool, caf::exit_reason::user_shutdown);
-  wait_down(self, caf::actor_cast<caf::actor>(pool),
-            std::chrono::milliseconds(2000));
+  stop_pool(self, pool, owned);
   for (auto& who : {bridge, writer})
     self->send_exit(who, caf::exit_reason::kill);
   ::close(wake[0]);
@@ -145,8 +164,9 @@ int serve_stdio(caf::actor_system& sys, pool_actor pool, const config& cfg,
   return exit_ok;
 }
 
-int serve_tcp(caf::actor_system& sys, pool_actor pool, const config& cfg,
-              const listen_address& where, const sigset_t& signals) {
+int serve_tcp(caf::actor_system& sys, pool_actor pool, bool owned,
+              const config& cfg, const listen_address& where,
+              const sigset_t& signals) {
   auto server = start_tcp_server(sys, where.host, where.port, pool, cfg.pool);
   auto shown = where.host.find(':') != std::string::npos
                  ? "[" + where.host + "]"
@@ -157,9 +177,7 @@ int serve_tcp(caf::actor_system& sys, pool_actor pool, const config& cfg,
   wait_for(self, server.acceptor, signals);
   spdlog::info("stopping");
   self->send_exit(server.acceptor, caf::exit_reason::user_shutdown);
-  self->send_exit(pool, caf::exit_reason::user_shutdown);
-  wait_down(self, caf::actor_cast<caf::actor>(pool),
-            std::chrono::milliseconds(2000));
+  stop_pool(self, pool, owned);
   wait_down(self, server.acceptor, std::chrono::milliseconds(2000));
   return exit_ok;
 }
@@ -171,13 +189,15 @@ int run_serve_command(const std::vector<std::string>& argv_in,
   auto argv = argv_in;
   std::string address;
   bool listen = take_listen(argv, address);
-  args parsed(argv, {}, {"--stdio"});
+  args parsed(argv, {"--publish", "--join"}, {"--stdio"});
   if (!parsed.positionals().empty())
     throw usage_error("serve takes no positional arguments (got \""
                       + parsed.positionals().front() + "\")");
   bool stdio = parsed.flag("--stdio");
   if (stdio && listen)
     throw usage_error("choose one of --stdio and --listen");
+  if (parsed.has("--publish") && parsed.has("--join"))
+    throw usage_error("choose one of --publish and --join");
   auto cfg = effective_config(opts);
   listen_address where;
   if (!stdio)
@@ -193,11 +213,36 @@ int run_serve_command(const std::vector<std::string>& argv_in,
   {
     runtime_config rcfg;
     caf::actor_system sys{rcfg};
-    auto pool = spawn_pool(sys, cfg.pool);
+    pool_actor pool;
+    bool owned = !parsed.has("--join");
+    if (!owned) {
+      auto from = parse_listen_address(parsed.value("--join"));
+      auto remote = sys.middleman().remote_actor<pool_actor>(from.host,
+                                                             from.port);
+      if (!remote)
+        throw std::runtime_error("cannot join the pool at "
+                                 + parsed.value("--join") + ": "
+                                 + sys.render(remote.error()));
+      pool = *remote;
+      spdlog::info("joined the pool at {}", parsed.value("--join"));
+    } else {
+      pool = spawn_pool(sys, cfg.pool);
+    }
+    if (parsed.has("--publish")) {
+      auto at = parse_listen_address(parsed.value("--publish"));
+      auto port = sys.middleman().publish(pool, at.port, at.host.c_str(),
+                                          true);
+      if (!port)
+        throw std::runtime_error("cannot publish the pool on "
+                                 + parsed.value("--publish") + ": "
+                                 + sys.render(port.error()));
+      std::cerr << "taskforce: pool published on " << at.host << ":" << *port
+                << std::endl;
+    }
     if (stdio)
-      result = serve_stdio(sys, pool, cfg, signals);
+      result = serve_stdio(sys, pool, owned, cfg, signals);
     else
-      result = serve_tcp(sys, pool, cfg, where, signals);
+      result = serve_tcp(sys, pool, owned, cfg, where, signals);
   }
   return result;
 }
