@@ -11,6 +11,7 @@
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
 #include "src/plan/report.hpp"
+#include "src/text/file.hpp"
 
 namespace taskforce::cli {
 
@@ -79,12 +80,10 @@ int run_plan_command(const std::vector<std::string>& argv,
     buffer << std::cin.rdbuf();
     text = buffer.str();
   } else {
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
+    auto content = read_file(file);
+    if (!content)
       throw usage_error(file + ": cannot read the task file");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
+    text = std::move(*content);
   }
   auto plan
     = plan::make_plan(taskfile::parse(text, file, parse_opts), max_concurrency);

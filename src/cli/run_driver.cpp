@@ -27,6 +27,7 @@
 #include "src/store/run_lock.hpp"
 #include "src/taskfile/parse.hpp"
 #include "src/worker/script.hpp"
+#include "src/text/file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -75,12 +76,10 @@ struct signal_guard {
 // -- helpers --------------------------------------------------------------------
 
 std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  if (!in)
+  auto text = read_file(p);
+  if (!text)
     throw usage_error(p.string() + ": cannot read the task file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return std::move(*text);
 }
 
 std::string join(const std::vector<std::string>& xs, const char* sep = ", ") {

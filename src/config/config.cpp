@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/text/edit_distance.hpp"
+#include "src/text/file.hpp"
 
 namespace taskforce {
 
@@ -333,12 +334,10 @@ config parse_config(const std::string& text, const std::string& origin) {
 }
 
 config load_config(const std::string& path) {
-  std::ifstream in(path);
-  if (!in)
+  auto text = read_file(path);
+  if (!text)
     throw config_error(path + ": cannot read the config file");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_config(buffer.str(), path);
+  return parse_config(*text, path);
 }
 
 namespace {

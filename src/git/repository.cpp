@@ -8,6 +8,7 @@
 
 #include "src/git/handle.hpp"
 #include "src/git/internal.hpp"
+#include "src/text/file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -316,13 +317,7 @@ std::vector<std::string> dirty_tracked_paths(repository& repo) {
 
 bool ensure_excluded(repository& repo, const std::string& pattern) {
   auto file = repo.common_dir() / "info" / "exclude";
-  std::string text;
-  {
-    std::ifstream in(file, std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    text = buffer.str();
-  }
+  auto text = read_file(file).value_or("");
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {
     if (!line.empty() && line.back() == '\r')

@@ -10,6 +10,7 @@
 
 #include "src/git/handle.hpp"
 #include "src/git/internal.hpp"
+#include "src/text/file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -22,10 +23,7 @@ namespace {
 constexpr const char* reuse_marker = "taskforce-reusing";
 
 std::string read_text(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return read_file(file).value_or("");
 }
 
 std::string trim(std::string s) {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/text/edit_distance.hpp"
+#include "src/text/file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -120,19 +121,6 @@ void check_template(const std::string& t, const std::string& where,
                          + ": {files} must be a whole argument of its own");
 }
 
-/// "LINE:COLUMN" of nlohmann's 1-based error byte.
-std::string line_col(const std::string& text, size_t byte) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(col);
-}
 
 bool has_glob(const std::string& path) {
   return path.find_first_of("*?[") != std::string::npos;
@@ -179,7 +167,7 @@ agent_preset parse_agent_preset(const std::string& text,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw preset_error(origin + ":" + line_col(text, e.byte) + ": " + e.what());
+    throw preset_error(origin + ":" + line_and_column(text, e.byte) + ": " + e.what());
   }
   if (!j.is_object())
     throw preset_error(origin + ": a preset must be a JSON object");
@@ -268,12 +256,10 @@ agent_preset load_agent_preset(const std::string& name,
   if (name.empty())
     throw preset_error("run.agentPreset: the preset name is empty");
   auto read = [&](const fs::path& file) {
-    std::ifstream in(file, std::ios::binary);
-    if (!in)
+    auto text = read_file(file);
+    if (!text)
       throw preset_error(file.string() + ": cannot read the agent preset");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    auto p = parse_agent_preset(buffer.str(), file.string());
+    auto p = parse_agent_preset(*text, file.string());
     p.name = name;
     return p;
   };

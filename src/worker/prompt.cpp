@@ -1,4 +1,5 @@
 #include "src/worker/prompt.hpp"
+#include "src/text/file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -134,13 +135,11 @@ std::string read_instructions_file(const std::string& path,
   fs::path file = path;
   if (file.is_relative() && !repo.empty())
     file = fs::path{repo} / file;
-  std::ifstream in(file, std::ios::binary);
-  if (!in)
+  auto text = read_file(file);
+  if (!text)
     throw std::runtime_error("run.workerInstructionsFile: cannot read "
                              + file.string() + ": " + std::strerror(errno));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return *text;
 }
 
 } // namespace taskforce

@@ -18,6 +18,7 @@
 
 #include "src/proc/spawn.hpp"
 #include "src/text/edit_distance.hpp"
+#include "src/text/file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -31,19 +32,6 @@ using json = nlohmann::json;
 constexpr uint64_t max_sleep_ms = 24 * 3600 * 1000;
 constexpr uint64_t max_hang_children = 16;
 
-/// "LINE:COLUMN" of nlohmann's 1-based error byte.
-std::string line_col(const std::string& text, size_t byte) {
-  size_t line = 1, col = 1;
-  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      col = 1;
-    } else {
-      ++col;
-    }
-  }
-  return std::to_string(line) + ":" + std::to_string(col);
-}
 
 void refuse_unknown(const json& object, const std::vector<std::string>& keys,
                     const std::string& where) {
@@ -229,7 +217,7 @@ worker_script parse_worker_script(const std::string& text,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw script_error(origin + ":" + line_col(text, e.byte) + ": " + e.what());
+    throw script_error(origin + ":" + line_and_column(text, e.byte) + ": " + e.what());
   }
   if (!j.is_object())
     throw script_error(origin
@@ -255,12 +243,10 @@ worker_script parse_worker_script(const std::string& text,
 }
 
 worker_script load_worker_script(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  auto text = read_file(path);
+  if (!text)
     throw script_error(path + ": cannot read the worker script");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return parse_worker_script(buffer.str(), path);
+  return parse_worker_script(*text, path);
 }
 
 std::vector<std::string> scripted_worker_argv(const std::string& binary,
