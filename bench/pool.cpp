@@ -48,8 +48,9 @@ double seconds_since(clock_type::time_point t0) {
 // -- 1. the pool actor ------------------------------------------------------------
 
 /// One client: acquire, then release, `n` times, then report to `done`.
-caf::behavior client(caf::event_based_actor* self, pool_actor pool,
-                     std::string holder, uint64_t n, caf::actor done) {
+template <class Handle>
+caf::behavior generic_client(caf::event_based_actor* self, Handle pool,
+                             std::string holder, uint64_t n, caf::actor done) {
   auto left = std::make_shared<uint64_t>(n);
   auto step = std::make_shared<std::function<void()>>();
   *step = [=] {
@@ -98,7 +99,8 @@ double bench_actor(uint64_t pairs_per_client) {
   caf::scoped_actor self{sys};
   auto t0 = clock_type::now();
   for (int i = 0; i < clients; ++i)
-    sys.spawn(client, pool, "client-" + std::to_string(i), pairs_per_client,
+    sys.spawn(generic_client<pool_actor>, pool, "client-" + std::to_string(i),
+              pairs_per_client,
               caf::actor{self});
   for (int i = 0; i < clients; ++i)
     self->receive([](caf::ok_atom) {});
@@ -142,35 +144,6 @@ bare(bare_semaphore::stateful_pointer<bare_state> self) {
       return true;
     },
   };
-}
-
-template <class Handle>
-caf::behavior generic_client(caf::event_based_actor* self, Handle pool,
-                             std::string holder, uint64_t n, caf::actor done) {
-  auto left = std::make_shared<uint64_t>(n);
-  auto step = std::make_shared<std::function<void()>>();
-  *step = [=] {
-    if (*left == 0) {
-      self->send(done, caf::ok_atom::value);
-      self->quit();
-      return;
-    }
-    --*left;
-    acquire_request req;
-    req.session = "bench";
-    req.holder = holder;
-    self->request(pool, caf::infinite, acquire_atom::value, req)
-      .then(
-        [=](const grant&) {
-          self
-            ->request(pool, caf::infinite, release_atom::value, holder,
-                      release_reason::completed)
-            .then([=](bool) { (*step)(); }, [=](caf::error&) { self->quit(); });
-        },
-        [=](caf::error&) { self->quit(); });
-  };
-  (*step)();
-  return {[](caf::ok_atom) {}};
 }
 
 double bench_bare_actor(uint64_t pairs_per_client) {
