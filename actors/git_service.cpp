@@ -338,18 +338,28 @@ merge_outcome merge(self_ptr self, const merge_request& req) {
 
 bool finish(self_ptr self) {
   auto& st = self->state;
-  auto& repo = st.setup.repo;
-  auto base = git::branch_tip(repo, st.setup.base_branch);
   st.spares.clear();
+  remove_merged_leftovers(st.setup.repo, st.setup.base_branch,
+                          st.setup.run_id, st.leased);
+  return true;
+}
+
+} // namespace
+
+void remove_merged_leftovers(git::repository& repo,
+                             const std::string& base_branch,
+                             const std::string& run_id,
+                             const std::set<std::string>& leased) {
+  auto base = git::branch_tip(repo, base_branch);
   if (!base)
-    return true;
+    return;
   // Worktrees of this run whose branch is merged: clean ones go (spares,
   // done tasks, a clean interrupted one); one holding changes stays.
-  auto prefix = "taskforce/" + st.setup.run_id + "/";
+  auto prefix = "taskforce/" + run_id + "/";
   std::set<std::string> checked_out;
   for (auto& wt : git::list_worktrees(repo)) {
     checked_out.insert(wt.branch);
-    if (wt.branch.rfind(prefix, 0) != 0 || st.leased.count(wt.path.string()))
+    if (wt.branch.rfind(prefix, 0) != 0 || leased.count(wt.path.string()))
       continue;
     auto tip = git::branch_tip(repo, wt.branch);
     if (!tip || !git::is_ancestor(repo, *tip, *base))
@@ -367,10 +377,7 @@ bool finish(self_ptr self) {
   for (auto& b : git::list_branches(repo, prefix))
     if (checked_out.count(b.name) == 0 && git::is_ancestor(repo, b.tip, *base))
       git::delete_branch(repo, b.name);
-  return true;
 }
-
-} // namespace
 
 git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self,
                                      git_service_setup setup) {

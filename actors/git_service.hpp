@@ -13,6 +13,7 @@
 #pragma once
 
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include <caf/fwd.hpp>
@@ -40,6 +41,15 @@ struct git_service_setup {
 };
 
 /// Spawns the git service (detached).
+/// Removes the worktrees and branches of run `run_id` whose work is merged
+/// into `base_branch` and that are clean and not `leased`; anything holding
+/// work stays. Runs at the end of a run, and again on `resume` when a run
+/// was killed after it completed but before this cleanup.
+void remove_merged_leftovers(git::repository& repo,
+                             const std::string& base_branch,
+                             const std::string& run_id,
+                             const std::set<std::string>& leased);
+
 git_actor spawn_git_service(caf::actor_system& sys, git_service_setup setup);
 
 /// `taskforce/<run>/<task>`.
