@@ -92,35 +92,12 @@ std::vector<uint64_t> apply_batch(store::ledger& db,
 
 uint64_t apply_transition(store::ledger& db, const task_transition& tr) {
   auto now = store::wall_clock_ms();
-  auto d = json::parse(tr.detail.empty() ? "{}" : tr.detail, nullptr, false);
-  if (!d.is_object())
-    d = json::object();
+  auto d = detail_of(tr);
   if (tr.state.empty()) {
     db.update_task(tr.run_id, tr.task_id, fields_of(d), now);
     return tr.attempt;
   }
-  store::task_change change;
-  if (!from_string(tr.state, change.to))
-    throw store::ledger_error(store::ledger_errc::invalid_transition,
-                              "unknown task state " + tr.state);
-  if (!tr.reason.empty())
-    change.reason = tr.reason;
-  change.fields = fields_of(d);
-  if (d.contains("usage") && d["usage"].is_object()) {
-    auto& u = d["usage"];
-    store::usage use;
-    use.input_tokens = u.value("input_tokens", int64_t{0});
-    use.output_tokens = u.value("output_tokens", int64_t{0});
-    use.cost_usd = u.value("cost_usd", 0.0);
-    if (use.input_tokens != 0 || use.output_tokens != 0 || use.cost_usd != 0)
-      change.usage = use;
-  }
-  if (d.contains("exit_code") && d["exit_code"].is_number_integer()
-      && d["exit_code"].get<int64_t>() >= 0)
-    change.exit_code = d["exit_code"].get<int>();
-  // The event keeps the small facts; the tail lives in the task row.
-  d.erase("tail");
-  change.data_json = d.dump();
+  auto change = change_of(tr, d);
   auto r = db.transition(tr.run_id, tr.task_id, change, now);
   return static_cast<uint64_t>(r.attempt);
 }
