@@ -26,6 +26,7 @@
 
 #include "src/plan/report.hpp"
 #include "src/proc/spawn.hpp"
+#include "src/run/scheduler.hpp"
 #include "src/taskfile/parse.hpp"
 
 using namespace taskforce;
@@ -116,7 +117,7 @@ figures measure_once(const std::string& text) {
   result.conflicts = result.graph->conflict_pairs();
   f.graph_ms = ms_since(start);
   start = clock_type::now();
-  result.waves = plan::simulate_waves(*result.graph, 3);
+  result.waves = run::simulate_waves(*result.graph, 3);
   f.waves_ms = ms_since(start);
   f.cpu_ms = cpu_ms() - cpu_start;
   start = clock_type::now();

@@ -383,62 +383,11 @@ std::vector<size_t> task_graph::ready(const std::vector<bool>& finished,
 std::vector<size_t> task_graph::pick(const std::vector<bool>& finished,
                                      const std::vector<bool>& running,
                                      size_t slots) const {
-  std::vector<size_t> chosen;
-  for (auto candidate : ready(finished, running)) {
-    if (chosen.size() >= slots)
-      break;
-    bool clashes = std::any_of(chosen.begin(), chosen.end(), [&](size_t c) {
-      return conflict(candidate, c);
-    });
-    if (!clashes)
-      chosen.push_back(candidate);
-  }
-  return chosen;
-}
-
-std::vector<std::vector<size_t>> simulate_waves(const task_graph& g,
-                                                size_t max_concurrency) {
-  max_concurrency = std::max<size_t>(max_concurrency, 1);
-  size_t n = g.size();
-  // Deps still to finish per task; ready tasks kept in scheduling order.
-  std::vector<size_t> waiting(n, 0);
-  auto order = [&g](size_t a, size_t b) {
-    return g.before(a, b);
-  };
-  std::set<size_t, decltype(order)> ready(order);
-  for (size_t i = 0; i < n; ++i) {
-    if (g.task(i).done)
-      continue;
-    for (auto d : g.deps(i))
-      if (!g.task(d).done)
-        ++waiting[i];
-    if (waiting[i] == 0)
-      ready.insert(i);
-  }
-  std::vector<std::vector<size_t>> waves;
-  while (!ready.empty()) {
-    std::vector<size_t> wave;
-    for (auto it = ready.begin();
-         it != ready.end() && wave.size() < max_concurrency; ++it) {
-      bool clashes = std::any_of(wave.begin(), wave.end(), [&](size_t c) {
-        return g.conflict(*it, c);
-      });
-      if (clashes)
-        continue;
-      wave.push_back(*it);
-      if (g.task(*it).files.empty())
-        break; // a task without files excludes everything else
-    }
-    for (auto t : wave)
-      ready.erase(t);
-    // Unit durations: the whole wave finishes before the next starts.
-    for (auto t : wave)
-      for (auto d : g.dependents(t))
-        if (--waiting[d] == 0 && !g.task(d).done)
-          ready.insert(d);
-    waves.push_back(std::move(wave));
-  }
-  return waves;
+  std::vector<size_t> occupied;
+  for (size_t i = 0; i < tasks_.size(); ++i)
+    if (running[i])
+      occupied.push_back(i);
+  return pick(ready(finished, running), occupied, slots);
 }
 
 } // namespace taskforce::plan

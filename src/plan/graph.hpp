@@ -29,7 +29,7 @@ struct graph_options {
 
 /// Tasks (validated: every dep resolves) with their edges and conflicts.
 class task_graph {
-public:
+ public:
   /// Builds the graph; tasks must be in file order with `index` 1..n.
   explicit task_graph(std::vector<task_spec> tasks,
                       const graph_options& opts = {});
@@ -85,7 +85,39 @@ public:
                            const std::vector<bool>& running,
                            size_t slots) const;
 
-private:
+  /// The choice itself: walks `candidates` (positions, in scheduling order)
+  /// and takes up to `slots` that conflict neither with `occupied` nor with
+  /// each other; a task without files is taken alone. Stops reading
+  /// candidates once the slots are full, so the run's scheduler can hand it
+  /// its whole ready set.
+  template<class Candidates, class Occupied>
+  std::vector<size_t> pick(const Candidates& candidates,
+                           const Occupied& occupied, size_t slots) const {
+    std::vector<size_t> chosen;
+    if (slots == 0)
+      return chosen;
+    for (size_t c : occupied)
+      if (no_files_[c])
+        return chosen; // a task without files excludes everything
+    for (size_t c : candidates) {
+      auto clashes = [&](size_t other) {
+        return conflict(c, other);
+      };
+      bool taken = false;
+      for (size_t o : occupied)
+        taken = taken || clashes(o);
+      for (size_t o : chosen)
+        taken = taken || clashes(o);
+      if (taken)
+        continue;
+      chosen.push_back(c);
+      if (chosen.size() >= slots || no_files_[c])
+        break;
+    }
+    return chosen;
+  }
+
+ private:
   void build_conflicts(const graph_options& opts);
 
   std::vector<task_spec> tasks_;
@@ -102,11 +134,5 @@ private:
   std::vector<std::vector<uint32_t>> lock_ids_;
   std::vector<std::vector<size_t>> holders_;
 };
-
-/// The run simulated with unit durations: wave k holds the tasks that
-/// start together at step k, in the order they were chosen. Tasks that can
-/// never start (a dep that never finishes) appear in no wave.
-std::vector<std::vector<size_t>> simulate_waves(const task_graph& g,
-                                                size_t max_concurrency);
 
 } // namespace taskforce::plan

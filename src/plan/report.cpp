@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <sstream>
 
+#include "src/run/scheduler.hpp"
+
 namespace taskforce::plan {
 
 plan_result make_plan(taskfile::parse_result parsed, size_t max_concurrency) {
@@ -13,7 +15,7 @@ plan_result make_plan(taskfile::parse_result parsed, size_t max_concurrency) {
     return plan;
   plan.graph.emplace(std::move(parsed.tasks));
   plan.conflicts = plan.graph->conflict_pairs();
-  plan.waves = simulate_waves(*plan.graph, max_concurrency);
+  plan.waves = run::simulate_waves(*plan.graph, max_concurrency);
   return plan;
 }
 

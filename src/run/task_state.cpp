@@ -14,7 +14,7 @@ constexpr std::array<task_state, 13> all_task_states{
   task_state::interrupted,
 };
 
-constexpr std::array<task_event, 17> all_task_events{
+constexpr std::array<task_event, 18> all_task_events{
   task_event::deps_done,   task_event::hold,
   task_event::release,     task_event::start,
   task_event::work_done,   task_event::repair,
@@ -23,7 +23,7 @@ constexpr std::array<task_event, 17> all_task_events{
   task_event::conflict,    task_event::fail,
   task_event::block,       task_event::interrupt,
   task_event::retry,       task_event::skip,
-  task_event::reset,
+  task_event::reset,       task_event::reject,
 };
 
 constexpr std::array<run_state, 4> all_run_states{
@@ -83,6 +83,7 @@ const char* to_string(task_event x) {
     case task_event::retry: return "retry";
     case task_event::skip: return "skip";
     case task_event::reset: return "reset";
+    case task_event::reject: return "reject";
   }
   return "unknown";
 }
@@ -135,6 +136,7 @@ bool from_string(std::string_view name, run_state& out) {
 //   review|conflict|interrupted --merged--> done   (found already merged)
 //   pending|ready|held --skip--> skipped
 //   ready|failed|blocked|skipped|conflict|interrupted|review --reset--> pending
+//   review|held --reject--> blocked
 std::optional<task_state> transition(task_state from, task_event event) {
   using s = task_state;
   auto in = [from](std::initializer_list<s> states) {
@@ -213,6 +215,10 @@ std::optional<task_state> transition(task_state from, task_event event) {
       if (in({s::ready, s::failed, s::blocked, s::skipped, s::conflict,
               s::interrupted, s::review}))
         return s::pending;
+      break;
+    case task_event::reject:
+      if (in({s::review, s::held}))
+        return s::blocked;
       break;
   }
   return std::nullopt;

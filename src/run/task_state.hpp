@@ -84,6 +84,8 @@ enum class task_event : uint8_t {
   /// Back to waiting for dependencies (resume after a failure, discard):
   /// ready|failed|blocked|skipped|conflict|interrupted|review -> pending.
   reset,
+  /// A person turned it down (`taskforce reject`): review|held -> blocked.
+  reject,
 };
 
 /// The state of a whole run (CLI.md `status --json` "run.state").

@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "src/plan/graph.hpp"
+#include "src/run/scheduler.hpp"
 #include "src/scope/glob.hpp"
 
 using namespace taskforce;
@@ -169,5 +170,5 @@ CAF_TEST(a lock shared by a thousand tasks serialises all of them) {
   CAF_CHECK(g.conflict(0, 999));
   CAF_CHECK(g.conflict(999, 0));
   CAF_CHECK_EQUAL(g.conflict_pairs().size(), 1000u * 999u / 2u);
-  CAF_CHECK_EQUAL(simulate_waves(g, 3).size(), 1000u);
+  CAF_CHECK_EQUAL(run::simulate_waves(g, 3).size(), 1000u);
 }

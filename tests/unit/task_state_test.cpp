@@ -24,7 +24,7 @@ const std::vector<task_event> events{
   e::deps_done, e::hold,        e::release, e::start,     e::work_done,
   e::repair,    e::gate_passed, e::merge,   e::merged,    e::keep_for_review,
   e::conflict,  e::fail,        e::block,   e::interrupt, e::retry,
-  e::skip,      e::reset,
+  e::skip,      e::reset,       e::reject,
 };
 
 } // namespace
@@ -109,6 +109,8 @@ CAF_TEST(the transition table is exactly the documented lifecycle) {
     {{s::conflict, e::reset}, s::pending},
     {{s::interrupted, e::reset}, s::pending},
     {{s::review, e::reset}, s::pending},
+    {{s::review, e::reject}, s::blocked},
+    {{s::held, e::reject}, s::blocked},
   };
   size_t legal = 0;
   for (auto from : states)

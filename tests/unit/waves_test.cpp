@@ -2,6 +2,7 @@
 #include <caf/test/unit_test.hpp>
 
 #include "src/plan/graph.hpp"
+#include "src/run/scheduler.hpp"
 
 using namespace taskforce;
 using namespace taskforce::plan;
@@ -24,7 +25,7 @@ std::string waves_of(std::vector<task_spec> tasks, size_t limit) {
     tasks[i].index = i + 1;
   task_graph g{std::move(tasks)};
   std::string out;
-  for (const auto& wave : simulate_waves(g, limit)) {
+  for (const auto& wave : run::simulate_waves(g, limit)) {
     if (!out.empty())
       out += " | ";
     for (size_t i = 0; i < wave.size(); ++i)
@@ -86,5 +87,5 @@ CAF_TEST(a chain of thousands of tasks plans in one wave each) {
   for (size_t i = 0; i < tasks.size(); ++i)
     tasks[i].index = i + 1;
   task_graph g{std::move(tasks)};
-  CAF_CHECK_EQUAL(simulate_waves(g, 3).size(), 3000u);
+  CAF_CHECK_EQUAL(run::simulate_waves(g, 3).size(), 3000u);
 }

@@ -1,0 +1,631 @@
+#include "src/run/scheduler.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace taskforce::run {
+
+namespace {
+
+bool schedulable(task_state x) {
+  return x == task_state::pending || x == task_state::ready
+         || x == task_state::interrupted;
+}
+
+std::string join(const std::vector<std::string>& xs, const char* sep) {
+  std::string out;
+  for (auto& x : xs) {
+    if (!out.empty())
+      out += sep;
+    out += x;
+  }
+  return out;
+}
+
+} // namespace
+
+const char* to_string(run_phase x) {
+  switch (x) {
+    case run_phase::idle: return "idle";
+    case run_phase::running: return "running";
+    case run_phase::pausing: return "pausing";
+    case run_phase::paused: return "paused";
+    case run_phase::completed: return "completed";
+    case run_phase::aborting: return "aborting";
+    case run_phase::aborted: return "aborted";
+  }
+  return "unknown";
+}
+
+const char* to_string(follow_up x) {
+  switch (x) {
+    case follow_up::none: return "none";
+    case follow_up::launch: return "launch";
+    case follow_up::merge: return "merge";
+    case follow_up::check_merged: return "check_merged";
+    case follow_up::cancel: return "cancel";
+  }
+  return "unknown";
+}
+
+decision& decision::operator+=(decision other) {
+  for (auto& c : other.changes)
+    changes.push_back(std::move(c));
+  now.insert(now.end(), other.now.begin(), other.now.end());
+  if (other.run)
+    run = std::move(other.run);
+  return *this;
+}
+
+// -- construction -------------------------------------------------------------
+
+scheduler::scheduler(plan::task_graph graph, std::vector<task_record> records,
+                     rules r)
+  : graph_(std::move(graph)), records_(std::move(records)), rules_(r) {
+  if (records_.size() != graph_.size())
+    throw std::invalid_argument("scheduler: one record per task expected");
+  rules_.max_concurrency = std::max<size_t>(rules_.max_concurrency, 1);
+  rules_.max_attempts = std::max<uint64_t>(rules_.max_attempts, 1);
+  auto n = records_.size();
+  failures_.assign(n, 0);
+  waiting_.assign(n, 0);
+  skipped_by_.assign(n, std::nullopt);
+  for (size_t i = 0; i < n; ++i) {
+    if (graph_.task(i).done)
+      records_[i].state = task_state::done;
+    count_dependencies(i);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (is_active(records_[i].state))
+      active_.insert(i);
+    refresh(i);
+  }
+}
+
+void scheduler::count_dependencies(size_t i) {
+  waiting_[i] = 0;
+  for (auto d : graph_.deps(i))
+    if (records_[d].state != task_state::done)
+      ++waiting_[i];
+}
+
+// -- queries ------------------------------------------------------------------
+
+size_t scheduler::attempts_open() const {
+  size_t n = 0;
+  for (auto i : active_)
+    if (in_attempt(records_[i].state))
+      ++n;
+  return n;
+}
+
+bool scheduler::quiet() const {
+  return active_.empty() && checking_.empty();
+}
+
+bool scheduler::finished() const {
+  return phase_ == run_phase::paused || phase_ == run_phase::completed
+         || phase_ == run_phase::aborted;
+}
+
+bool scheduler::awaiting_answer() const {
+  if (phase_ != run_phase::paused || !rules_.ask_user_on_blocked)
+    return false;
+  for (auto& r : records_)
+    if (r.state == task_state::blocked)
+      return true;
+  return false;
+}
+
+bool scheduler::eligible(size_t i) const {
+  auto& r = records_[i];
+  return waiting_[i] == 0 && schedulable(r.state) && !r.hold;
+}
+
+// -- bookkeeping --------------------------------------------------------------
+
+void scheduler::refresh(size_t i) {
+  auto key = key_of(i);
+  if (eligible(i)) {
+    if (ready_.insert(key).second && records_[i].state == task_state::pending)
+      newly_ready_.push_back(i);
+  } else {
+    ready_.erase(key);
+  }
+  if (is_active(records_[i].state))
+    active_.insert(i);
+  else
+    active_.erase(i);
+}
+
+task_change& scheduler::move(decision& d, size_t i, task_event event,
+                             std::string why, follow_up then) {
+  auto from = records_[i].state;
+  auto to = transition(from, event);
+  if (!to)
+    throw std::logic_error(std::string{"scheduler: "} + graph_.task(i).id
+                           + " cannot " + taskforce::to_string(event) + " from "
+                           + taskforce::to_string(from));
+  records_[i].state = *to;
+  records_[i].reason = why;
+  if (*to == task_state::done)
+    for (auto dep : graph_.dependents(i)) {
+      if (waiting_[dep] > 0)
+        --waiting_[dep];
+      refresh(dep);
+    }
+  refresh(i);
+  d.changes.push_back(task_change{i, event, from, *to, std::move(why), then});
+  return d.changes.back();
+}
+
+void scheduler::skip_dependents(decision& d, size_t i) {
+  std::vector<size_t> work{i};
+  std::unordered_set<size_t> seen;
+  while (!work.empty()) {
+    auto cur = work.back();
+    work.pop_back();
+    for (auto dep : graph_.dependents(cur)) {
+      if (!seen.insert(dep).second)
+        continue;
+      work.push_back(dep);
+      auto s = records_[dep].state;
+      if (s == task_state::pending || s == task_state::ready
+          || s == task_state::held) {
+        skipped_by_[dep] = i;
+        move(d, dep, task_event::skip,
+             "dependency " + graph_.task(i).id + " "
+               + taskforce::to_string(records_[i].state));
+      }
+    }
+  }
+}
+
+void scheduler::unskip_dependents(decision& d, size_t i) {
+  for (size_t j = 0; j < records_.size(); ++j)
+    if (skipped_by_[j] == i && records_[j].state == task_state::skipped) {
+      skipped_by_[j].reset();
+      move(d, j, task_event::reset,
+           "dependency " + graph_.task(i).id + " runs again");
+    }
+}
+
+bool scheduler::blocked_upstream(size_t i) const {
+  std::vector<size_t> work{i};
+  std::unordered_set<size_t> seen;
+  while (!work.empty()) {
+    auto cur = work.back();
+    work.pop_back();
+    for (auto dep : graph_.deps(cur)) {
+      if (!seen.insert(dep).second)
+        continue;
+      auto s = records_[dep].state;
+      if (s == task_state::failed || s == task_state::blocked)
+        return true;
+      work.push_back(dep);
+    }
+  }
+  return false;
+}
+
+/// A task failed or blocked for good: go on around it, or pause.
+void scheduler::stopped(decision& d, size_t i, const std::string& why) {
+  if (rules_.continue_on_error)
+    skip_dependents(d, i);
+  else if (phase_ == run_phase::running)
+    start_pause(d, why);
+}
+
+void scheduler::start_pause(decision& d, std::string why) {
+  phase_ = run_phase::pausing;
+  phase_reason_ = why;
+  d.run = run_change{run_state::paused, std::move(why)};
+}
+
+/// A person made work possible on a run that had settled in a pause (and
+/// was kept open for an answer): it runs again.
+void scheduler::wake(decision& d) {
+  if (phase_ != run_phase::paused)
+    return;
+  phase_ = run_phase::running;
+  phase_reason_.clear();
+  d.run = run_change{run_state::running, {}};
+}
+
+std::string scheduler::waiting_summary() const {
+  std::vector<std::string> review, held, blocked, failed, conflict, other;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    auto& id = graph_.task(i).id;
+    switch (records_[i].state) {
+      case task_state::review: review.push_back(id); break;
+      case task_state::held: held.push_back(id); break;
+      case task_state::blocked: blocked.push_back(id); break;
+      case task_state::failed: failed.push_back(id); break;
+      case task_state::conflict: conflict.push_back(id); break;
+      case task_state::done:
+      case task_state::skipped: break;
+      default: other.push_back(id); break;
+    }
+  }
+  std::vector<std::string> parts;
+  if (!blocked.empty())
+    parts.push_back(
+      (rules_.ask_user_on_blocked ? "awaiting answer: " : "blocked: ")
+      + join(blocked, ", "));
+  if (!review.empty())
+    parts.push_back("awaiting approval: " + join(review, ", "));
+  if (!held.empty())
+    parts.push_back("held: " + join(held, ", "));
+  if (!conflict.empty())
+    parts.push_back("conflict: " + join(conflict, ", "));
+  if (!failed.empty())
+    parts.push_back("failed: " + join(failed, ", "));
+  if (!other.empty())
+    parts.push_back("waiting: " + join(other, ", "));
+  return join(parts, "; ");
+}
+
+/// Once nothing is active: the pause or the abort is complete, or the run
+/// ends because nothing more can start.
+void scheduler::settle(decision& d) {
+  if (!quiet())
+    return;
+  switch (phase_) {
+    case run_phase::pausing: phase_ = run_phase::paused; return;
+    case run_phase::aborting:
+      phase_ = run_phase::aborted;
+      d.run = run_change{run_state::aborted, phase_reason_};
+      return;
+    case run_phase::running: break;
+    default: return;
+  }
+  if (!ready_.empty())
+    return; // next() starts them
+  std::vector<std::string> failed;
+  bool all_over = true;
+  for (size_t i = 0; i < records_.size(); ++i) {
+    auto s = records_[i].state;
+    if (s == task_state::failed && rules_.continue_on_error)
+      failed.push_back(graph_.task(i).id);
+    else if (!is_final(s))
+      all_over = false;
+  }
+  if (all_over) {
+    phase_ = run_phase::completed;
+    phase_reason_ = failed.empty() ? "" : "failed: " + join(failed, ", ");
+    d.run = run_change{run_state::completed, phase_reason_};
+    return;
+  }
+  phase_ = run_phase::paused;
+  phase_reason_ = waiting_summary();
+  d.run = run_change{run_state::paused, phase_reason_};
+}
+
+// -- the run ------------------------------------------------------------------
+
+decision scheduler::start() {
+  decision d;
+  if (phase_ != run_phase::idle)
+    return d;
+  phase_ = run_phase::running;
+  d.run = run_change{run_state::running, {}};
+  for (size_t i = 0; i < records_.size(); ++i) {
+    auto& r = records_[i];
+    switch (r.state) {
+      case task_state::running:
+      case task_state::verifying:
+        // The ledger should have marked these interrupted already.
+        move(d, i, task_event::interrupt,
+             "the process driving the run stopped");
+        break;
+      case task_state::failed: move(d, i, task_event::reset, "resumed"); break;
+      case task_state::blocked:
+        if (!rules_.ask_user_on_blocked)
+          move(d, i, task_event::reset, "resumed");
+        break;
+      case task_state::conflict:
+        move(d, i, task_event::merge, "resumed: merging again",
+             follow_up::merge);
+        break;
+      case task_state::merging:
+        d.now.push_back(order{i, follow_up::merge});
+        break;
+      case task_state::review:
+        checking_.insert(i);
+        d.now.push_back(order{i, follow_up::check_merged});
+        break;
+      case task_state::held:
+        if (!r.hold)
+          move(d, i, task_event::release, "the hold was lifted");
+        break;
+      default: break;
+    }
+    if ((r.state == task_state::pending || r.state == task_state::ready)
+        && r.hold)
+      move(d, i, task_event::hold, r.hold_reason);
+  }
+  // Tasks skipped for a dependency that now runs again come back.
+  for (size_t i = 0; i < records_.size(); ++i)
+    if (records_[i].state == task_state::skipped && !blocked_upstream(i))
+      move(d, i, task_event::reset, "resumed");
+  return d;
+}
+
+decision scheduler::next() {
+  decision d;
+  if (phase_ == run_phase::running) {
+    // Recorded as ready once their dependencies are done (status shows
+    // them waiting for a slot).
+    auto fresh = std::move(newly_ready_);
+    newly_ready_.clear();
+    for (auto i : fresh)
+      if (records_[i].state == task_state::pending && eligible(i))
+        move(d, i, task_event::deps_done, "");
+    auto open = attempts_open();
+    auto slots
+      = rules_.max_concurrency > open ? rules_.max_concurrency - open : 0;
+    for (auto c : graph_.pick(ready_, active_, slots)) {
+      if (records_[c].state == task_state::pending)
+        move(d, c, task_event::deps_done, "");
+      move(d, c, task_event::start, "", follow_up::launch);
+    }
+  }
+  settle(d);
+  return d;
+}
+
+decision scheduler::pause(std::string why, bool interrupt) {
+  decision d;
+  if (interrupt
+      && (phase_ == run_phase::running || phase_ == run_phase::pausing))
+    for (auto i : active_)
+      if (in_attempt(records_[i].state))
+        d.now.push_back(order{i, follow_up::cancel});
+  if (phase_ == run_phase::running)
+    start_pause(d, std::move(why));
+  settle(d);
+  return d;
+}
+
+decision scheduler::abort(std::string why) {
+  decision d;
+  if (phase_ == run_phase::completed || phase_ == run_phase::aborted
+      || phase_ == run_phase::aborting)
+    return d;
+  phase_ = run_phase::aborting;
+  phase_reason_ = std::move(why);
+  for (auto i : active_)
+    if (in_attempt(records_[i].state))
+      d.now.push_back(order{i, follow_up::cancel});
+  settle(d);
+  return d;
+}
+
+// -- what happened to a task --------------------------------------------------
+
+decision scheduler::worker_phase(size_t i, task_event event, std::string why) {
+  decision d;
+  if ((event == task_event::work_done || event == task_event::repair)
+      && transition(records_[i].state, event))
+    move(d, i, event, std::move(why));
+  return d;
+}
+
+decision scheduler::attempt_ended(size_t i, attempt_end end, std::string why) {
+  decision d;
+  if (!in_attempt(records_[i].state))
+    return d; // a late word from an attempt already given up
+  auto& id = graph_.task(i).id;
+  switch (end) {
+    case attempt_end::interrupted:
+      move(d, i, task_event::interrupt, std::move(why));
+      break;
+    case attempt_end::done:
+      if (records_[i].state == task_state::running)
+        move(d, i, task_event::work_done, "");
+      if (rules_.finish == integration::leave) {
+        move(d, i, task_event::gate_passed, "");
+        move(d, i, task_event::merged,
+             why.empty() ? "changes left uncommitted in the main checkout"
+                         : why);
+      } else if (records_[i].needs_approval) {
+        move(d, i, task_event::gate_passed, "");
+        move(d, i, task_event::keep_for_review,
+             "awaiting approval (risk: " + graph_.task(i).risk.value_or("")
+               + ")");
+      } else if (rules_.finish == integration::review) {
+        move(d, i, task_event::gate_passed, "");
+        move(d, i, task_event::keep_for_review, "kept for review");
+      } else {
+        move(d, i, task_event::gate_passed, std::move(why), follow_up::merge);
+      }
+      break;
+    case attempt_end::blocked:
+      move(d, i, task_event::block, why);
+      if (!rules_.ask_user_on_blocked)
+        stopped(d, i, id + " blocked: " + why);
+      break;
+    case attempt_end::failed:
+      ++failures_[i];
+      if (failures_[i] < rules_.max_attempts && phase_ != run_phase::aborting) {
+        move(d, i, task_event::retry, "attempt failed: " + why);
+      } else {
+        move(d, i, task_event::fail, why);
+        stopped(d, i, id + " failed: " + why);
+      }
+      break;
+  }
+  return d;
+}
+
+decision scheduler::merge_ended(size_t i, merge_end end, std::string why) {
+  decision d;
+  if (checking_.erase(i) > 0) {
+    // A check answers before any merge asked later (the git service takes
+    // requests in order); once approved or rejected, it is stale.
+    if (end == merge_end::merged && records_[i].state == task_state::review)
+      move(d, i, task_event::merged,
+           why.empty() ? "merged by hand" : std::move(why));
+    return d;
+  }
+  if (records_[i].state != task_state::merging)
+    return d;
+  switch (end) {
+    case merge_end::merged:
+      move(d, i, task_event::merged, std::move(why));
+      break;
+    case merge_end::empty:
+      move(d, i, task_event::merged, why.empty() ? "no changes" : why);
+      break;
+    case merge_end::conflict:
+    case merge_end::error:
+    case merge_end::not_merged: {
+      move(d, i, task_event::conflict, why);
+      stopped(d, i, graph_.task(i).id + ": " + why);
+      break;
+    }
+  }
+  return d;
+}
+
+decision scheduler::refused(size_t i, task_state actual, std::string why) {
+  decision d;
+  records_[i].state = actual;
+  count_dependencies(i);
+  refresh(i);
+  for (auto dep : graph_.dependents(i)) {
+    count_dependencies(dep);
+    refresh(dep);
+  }
+  if (phase_ == run_phase::running)
+    start_pause(d, "the ledger refused a change of " + graph_.task(i).id + ": "
+                     + why);
+  settle(d);
+  return d;
+}
+
+// -- a person decides ---------------------------------------------------------
+
+namespace {
+
+steer_result refuse(const std::string& id, task_state s, const char* wants) {
+  steer_result r;
+  r.error = "task " + id + " is " + taskforce::to_string(s) + "; " + wants;
+  return r;
+}
+
+} // namespace
+
+steer_result scheduler::approve(size_t i) {
+  steer_result r;
+  auto& rec = records_[i];
+  if (rec.state == task_state::review) {
+    rec.needs_approval = false;
+    move(r.changes, i, task_event::merge, "approved", follow_up::merge);
+  } else if (rec.state == task_state::held) {
+    rec.hold = false;
+    move(r.changes, i, task_event::release, "approved: the hold was lifted");
+  } else {
+    return refuse(graph_.task(i).id, rec.state,
+                  "approve applies to a task in review or held");
+  }
+  r.ok = true;
+  wake(r.changes);
+  return r;
+}
+
+steer_result scheduler::reject(size_t i, std::string why) {
+  auto& rec = records_[i];
+  if (rec.state != task_state::review && rec.state != task_state::held)
+    return refuse(graph_.task(i).id, rec.state,
+                  "reject applies to a task in review or held");
+  steer_result r;
+  move(r.changes, i, task_event::reject, "rejected: " + why);
+  r.ok = true;
+  return r;
+}
+
+steer_result scheduler::answer(size_t i) {
+  auto& rec = records_[i];
+  if (rec.state != task_state::blocked)
+    return refuse(graph_.task(i).id, rec.state,
+                  "answer applies to a blocked task");
+  steer_result r;
+  move(r.changes, i, task_event::retry, "answered");
+  unskip_dependents(r.changes, i);
+  r.ok = true;
+  wake(r.changes);
+  return r;
+}
+
+steer_result scheduler::add(std::vector<task_spec> specs) {
+  steer_result r;
+  std::unordered_set<std::string> ids;
+  for (auto& t : graph_.tasks())
+    ids.insert(t.id);
+  for (auto& s : specs)
+    if (!ids.insert(s.id).second) {
+      r.error = "task " + s.id + " is already part of the run";
+      return r;
+    }
+  for (auto& s : specs)
+    for (auto& dep : s.deps)
+      if (ids.count(dep) == 0) {
+        r.error = "task " + s.id + " depends on unknown task " + dep;
+        return r;
+      }
+  auto all = graph_.tasks();
+  auto first = all.size();
+  for (auto& s : specs) {
+    s.index = all.size() + 1;
+    all.push_back(std::move(s));
+  }
+  graph_ = plan::task_graph{std::move(all)};
+  // Positions are stable, but the ready set's keys and conflicts may have
+  // changed: rebuild what derives from the graph.
+  records_.resize(graph_.size());
+  failures_.resize(graph_.size(), 0);
+  waiting_.resize(graph_.size(), 0);
+  skipped_by_.resize(graph_.size(), std::nullopt);
+  for (size_t i = first; i < graph_.size(); ++i) {
+    if (graph_.task(i).done)
+      records_[i].state = task_state::done;
+    count_dependencies(i);
+    refresh(i);
+  }
+  r.ok = true;
+  wake(r.changes);
+  return r;
+}
+
+// -- plan's waves -------------------------------------------------------------
+
+std::vector<std::vector<size_t>> simulate_waves(const plan::task_graph& g,
+                                                size_t max_concurrency) {
+  std::vector<task_record> records(g.size());
+  rules r;
+  r.max_concurrency = max_concurrency;
+  r.max_attempts = 1;
+  scheduler s{g, std::move(records), r};
+  s.start();
+  std::vector<std::vector<size_t>> waves;
+  for (;;) {
+    std::vector<size_t> wave;
+    for (auto& c : s.next().changes)
+      if (c.then == follow_up::launch)
+        wave.push_back(c.task);
+    if (wave.empty())
+      break;
+    // Unit durations: the whole wave passes and is merged before the next
+    // one starts.
+    for (auto t : wave) {
+      s.attempt_ended(t, attempt_end::done, "");
+      s.merge_ended(t, merge_end::merged, "");
+    }
+    waves.push_back(std::move(wave));
+  }
+  return waves;
+}
+
+} // namespace taskforce::run
