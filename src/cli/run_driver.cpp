@@ -109,6 +109,7 @@ std::vector<task_spec> parse_tasks(const fs::path& root,
   auto text = read_text(path);
   auto popts = taskfile::options_from(cfg.run);
   popts.working_directory = root.string();
+  popts.repository = root.string();
   auto parsed = taskfile::parse(text, file_rel, popts);
   if (!parsed.ok()) {
     std::string msg;
