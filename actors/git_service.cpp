@@ -332,6 +332,12 @@ scope_report check_worktree(self_ptr self, const scope_request& req) {
       git::point_head(wt, "", head.commit); // frees the branch to move back
     git::move_branch(repo, req.branch, tip.value_or(""), restore_to);
   }
+  // Another task's branch checked out here would keep that task from a
+  // worktree of its own: the kept worktree lets go of it (HEAD detaches at
+  // the same commit; no file changes).
+  if (!on_branch && head.ref.rfind("refs/heads/taskforce/", 0) == 0
+      && !head.commit.empty())
+    git::point_head(wt, "", head.commit);
   git::keep_worktree(repo, req.checkout);
   st.leased.erase(req.checkout);
   st.spares.erase(

@@ -455,3 +455,21 @@ CAF_TEST(resume never reuses the worktree an attempt moved HEAD in) {
   auto head = git_ok(kept, {"symbolic-ref", "HEAD"});
   CAF_CHECK_EQUAL(head, "refs/heads/astray\n");
 }
+
+CAF_TEST(a worker that takes the branch of another task does not block it) {
+  scenario s;
+  s.set_config(R"({"run": {"maxAttempts": 1, "continueOnError": true}})");
+  // A shared lock makes t2 start once t1 is over; the worker knows the
+  // run id from its environment.
+  s.tasks("- [ ] Thief\n  - files: a.txt\n  - locks: one\n"
+          "  - run: git branch taskforce/$TASKFORCE_RUN/t2 && git checkout -q"
+          " taskforce/$TASKFORCE_RUN/t2 && echo a > a.txt\n"
+          "- [ ] Victim\n  - files: b.txt\n  - locks: one\n"
+          "  - run: echo b > b.txt\n");
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 1);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"failed"});
+  CAF_CHECK(contains(status_reason(s, "t1"), "/t2"));
+  CAF_CHECK_EQUAL(to_string(s.task("t2").state), std::string{"done"});
+  CAF_CHECK_EQUAL(read_file(s.root / "b.txt"), "b\n");
+}
