@@ -414,7 +414,24 @@ scope_report check_in_place(self_ptr self, const scope_request& req) {
   return out;
 }
 
+merge_outcome integrate(self_ptr self, const merge_request& req);
+
+// The service's own commits on the main checkout's HEAD are no attempt's
+// doing: a snapshot of an attempt running in place meanwhile (a task that
+// got no worktree) follows them.
 merge_outcome merge(self_ptr self, const merge_request& req) {
+  auto& st = self->state;
+  auto before = git::head_of(st.setup.repo);
+  auto out = integrate(self, req);
+  auto after = git::head_of(st.setup.repo);
+  if (after.commit != before.commit)
+    for (auto& [path, snap] : st.snapshots)
+      if (snap.head.ref == before.ref && snap.head.commit == before.commit)
+        snap.head.commit = after.commit;
+  return out;
+}
+
+merge_outcome integrate(self_ptr self, const merge_request& req) {
   auto& st = self->state;
   auto& repo = st.setup.repo;
   auto message = "taskforce: " + req.task_id + ": " + req.title;

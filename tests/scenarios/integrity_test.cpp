@@ -473,3 +473,21 @@ CAF_TEST(a worker that takes the branch of another task does not block it) {
   CAF_CHECK_EQUAL(to_string(s.task("t2").state), std::string{"done"});
   CAF_CHECK_EQUAL(read_file(s.root / "b.txt"), "b\n");
 }
+
+CAF_TEST(a task that falls back to in place keeps the merges made meanwhile) {
+  scenario s;
+  // A branch named `taskforce` leaves no room for taskforce/<run>/<task>:
+  // no worktree can be made, and requireWorktrees: false runs both tasks
+  // in place, side by side.
+  git_ok(s.root, {"branch", "taskforce"});
+  s.set_config(R"({"run": {"requireWorktrees": false, "maxConcurrency": 2}})");
+  s.tasks("- [ ] Quick\n  - files: a.txt\n  - run: sleep 1 && echo a > a.txt\n"
+          "- [ ] Slow\n  - files: b.txt\n  - run: sleep 3 && echo b > b.txt\n");
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
+  CAF_CHECK_EQUAL(to_string(s.task("t2").state), std::string{"done"});
+  // The quick task's commit, made while the slow one ran, stays on main.
+  CAF_CHECK_EQUAL(run_git(s.root, {"show", "main:a.txt"}).output, "a\n");
+  CAF_CHECK_EQUAL(run_git(s.root, {"show", "main:b.txt"}).output, "b\n");
+}
