@@ -327,17 +327,17 @@ scope_report check_worktree(self_ptr self, const scope_request& req) {
   keep(repo, kept_ref(req), head.commit, restore_to, kept);
   if (tip && *tip != head.commit)
     keep(repo, kept_ref(req) + "-branch", *tip, restore_to, kept);
-  if (!descends && !restore_to.empty()) {
-    if (on_branch && !head.commit.empty())
-      git::point_head(wt, "", head.commit); // frees the branch to move back
-    git::move_branch(repo, req.branch, tip.value_or(""), restore_to);
-  }
-  // Another task's branch checked out here would keep that task from a
-  // worktree of its own: the kept worktree lets go of it (HEAD detaches at
-  // the same commit; no file changes).
-  if (!on_branch && head.ref.rfind("refs/heads/taskforce/", 0) == 0
-      && !head.commit.empty())
+  // A task's branch checked out in the kept worktree would keep that task
+  // (this one, once its branch is put back, or another one the worker
+  // took) from a worktree of its own: HEAD detaches at the same commit,
+  // no file changes.
+  bool detach
+    = !head.commit.empty()
+      && (on_branch || head.ref.rfind("refs/heads/taskforce/", 0) == 0);
+  if (detach)
     git::point_head(wt, "", head.commit);
+  if (!descends && !restore_to.empty())
+    git::move_branch(repo, req.branch, tip.value_or(""), restore_to);
   git::keep_worktree(repo, req.checkout);
   st.leased.erase(req.checkout);
   st.spares.erase(
@@ -347,9 +347,10 @@ scope_report check_worktree(self_ptr self, const scope_request& req) {
   out.moved = what + "; nothing of it is merged";
   for (auto& k : kept)
     out.moved += "; " + k;
-  out.moved += "; the worktree is left as it is, and the next attempt starts "
-               "from "
-               + req.branch + " at "
+  out.moved += "; the worktree is left as it is";
+  if (detach)
+    out.moved += " (its HEAD detached at " + short_id(head.commit) + ")";
+  out.moved += ", and the next attempt starts from " + req.branch + " at "
                + short_id(restore_to.empty() ? head.commit : restore_to)
                + " in a worktree of its own";
   return out;
