@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -30,52 +31,16 @@ fs::path task_worktree(const fs::path& root, const std::string& run_id,
 std::string commit_in_place(git::repository& repo,
                             const std::vector<std::string>& scope,
                             const std::string& message) {
-  auto changed = git::changed_paths(repo);
   scope::coverage cover{scope};
-  git_index* raw_index = nullptr;
-  git::check(git_repository_index(&raw_index, repo.get()), "open the index");
-  git::index_ptr index{raw_index};
-  auto root = repo.workdir();
-  size_t staged = 0;
-  for (auto& path : changed) {
-    if (!cover.covers(path))
-      continue;
-    std::error_code ec;
-    if (fs::exists(root / path, ec))
-      git::check(git_index_add_bypath(index.get(), path.c_str()),
-                 "stage " + path);
-    else
-      git::check(git_index_remove_bypath(index.get(), path.c_str()),
-                 "unstage " + path);
-    ++staged;
-  }
-  if (staged == 0)
+  std::vector<std::string> mine;
+  for (auto& path : git::changed_paths(repo))
+    if (scope.empty() || cover.covers(path))
+      mine.push_back(path);
+  if (mine.empty())
     return "";
-  git::check(git_index_write(index.get()), "write the index");
-  git_oid tree_id;
-  git::check(git_index_write_tree(&tree_id, index.get()), "write the tree");
-  git_tree* raw_tree = nullptr;
-  git::check(git_tree_lookup(&raw_tree, repo.get(), &tree_id), "read the tree");
-  git::tree_ptr tree{raw_tree};
-  git_signature* raw_sig = nullptr;
-  if (git_signature_default(&raw_sig, repo.get()) < 0)
-    git::check(git_signature_now(&raw_sig, "taskforce", "taskforce@localhost"),
-               "make a signature");
-  git::signature_ptr sig{raw_sig};
-  git::commit_ptr parent;
-  if (auto head = git::head_commit(repo)) {
-    auto id = git::from_hex(*head, "read HEAD");
-    git_commit* raw_parent = nullptr;
-    git::check(git_commit_lookup(&raw_parent, repo.get(), &id), "read HEAD");
-    parent.reset(raw_parent);
-  }
-  const git_commit* parents[] = {parent.get()};
-  git_oid commit_id;
-  git::check(git_commit_create(&commit_id, repo.get(), "HEAD", sig.get(),
-                               sig.get(), nullptr, message.c_str(), tree.get(),
-                               parent ? 1 : 0, parents),
-             "commit in place");
-  return git::to_hex(commit_id);
+  auto head = git::head_commit(repo);
+  auto tip = git::commit_only(repo, mine, message);
+  return head && tip == *head ? "" : tip;
 }
 
 namespace {
@@ -89,6 +54,8 @@ struct git_state {
   std::deque<fs::path> spares;
   /// Worktrees given to an attempt and not yet merged: never reused.
   std::set<std::string> leased;
+  /// The checkouts attempts run in in place, as they were before.
+  std::map<std::string, git::checkout_snapshot> snapshots;
 };
 
 using self_ptr = git_actor::stateful_pointer<git_state>;
@@ -106,6 +73,18 @@ bool is_worktree_at(git::repository& repo, const fs::path& path,
         *branch = wt.branch;
       return true;
     }
+  }
+  return false;
+}
+
+// Whether the worktree at `path` may be reset for another task: it is on
+// one of our branches and was not set aside because an attempt moved its
+// HEAD (see check_worktree).
+bool reusable(self_ptr self, const fs::path& path) {
+  for (auto& wt : git::list_worktrees(self->state.setup.repo)) {
+    std::error_code ec;
+    if (fs::equivalent(wt.path, path, ec))
+      return !wt.kept && wt.branch.rfind("taskforce/", 0) == 0;
   }
   return false;
 }
@@ -189,12 +168,13 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
   // may lag behind a kill.
   std::optional<fs::path> existing;
   for (auto& wt : git::list_worktrees(repo))
-    if (wt.branch == branch)
+    if (wt.branch == branch && !wt.kept)
       existing = wt.path;
   if (existing && !req.fresh) {
     // The kept worktree of an earlier (interrupted or failed) attempt.
     st.leased.insert(existing->string());
-    return {existing->string(), branch, true};
+    return {existing->string(), branch, true,
+            git::branch_tip(repo, branch).value_or("")};
   }
   if (existing && req.fresh) {
     st.leased.erase(existing->string());
@@ -213,7 +193,7 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
   while (!st.spares.empty()) {
     auto spare = st.spares.front();
     st.spares.pop_front();
-    if (st.leased.count(spare.string()) > 0)
+    if (st.leased.count(spare.string()) > 0 || !reusable(self, spare))
       continue;
     preparing mark{marker_for(self, spare), spare};
     auto r = git::reuse_worktree(repo, spare, branch, *base);
@@ -223,21 +203,28 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
             tip && git::is_ancestor(repo, *tip, *base))
           git::delete_branch(repo, r.previous_branch);
       st.leased.insert(spare.string());
-      return {spare.string(), branch, true};
+      return {spare.string(), branch, true, *base};
     }
     if (r.status == git::reuse_result::outcome::branch_has_work)
       break; // the task's own branch holds work: never reset it
   }
+  // A branch holding work checked out nowhere (its worktree was kept when
+  // an attempt moved HEAD) goes on from its tip; any other from the base.
+  auto from = *base;
+  if (auto tip = git::branch_tip(repo, branch);
+      tip && !git::is_ancestor(repo, *tip, *base))
+    from = *tip;
   path = task_worktree(st.setup.root, req.run_id, req.task_id);
   for (int n = 2; is_worktree_at(repo, path, nullptr); ++n) {
     // Our folder holds another branch's worktree (it was reused): reset it
     // if its work is merged, else leave it alone and go next door.
-    if (st.leased.count(path.string()) == 0) {
+    if (st.leased.count(path.string()) == 0 && from == *base
+        && reusable(self, path)) {
       preparing mark{marker_for(self, path), path};
       auto r = git::reuse_worktree(repo, path, branch, *base);
       if (r.status == git::reuse_result::outcome::reused) {
         st.leased.insert(path.string());
-        return {path.string(), branch, true};
+        return {path.string(), branch, true, *base};
       }
     }
     path = task_worktree(st.setup.root, req.run_id,
@@ -256,12 +243,196 @@ worktree_lease lease(self_ptr self, const worktree_request& req) {
   std::error_code ec;
   if (!admin_in_use && fs::exists(admin, ec))
     fs::remove_all(admin, ec);
-  auto info = git::create_worktree(repo, path, branch, *base);
+  auto info = git::create_worktree(repo, path, branch, from);
   st.leased.insert(info.path.string());
-  return {info.path.string(), branch, false};
+  return {info.path.string(), branch, false, from};
 }
 
+// -- scope checks -------------------------------------------------------------
+
+std::string short_id(const std::string& commit) {
+  return commit.substr(0, 12);
+}
+
+std::string kept_ref(const scope_request& req) {
+  return "refs/taskforce/kept/" + req.run_id + "/" + req.task_id + "/attempt-"
+         + std::to_string(req.attempt);
+}
+
+std::string describe_head(const git::head_info& head) {
+  const std::string heads = "refs/heads/";
+  if (head.ref.empty())
+    return "a detached HEAD at " + short_id(head.commit);
+  if (head.ref.rfind(heads, 0) == 0)
+    return "branch " + head.ref.substr(heads.size());
+  return head.ref;
+}
+
+// Keeps `commit` reachable unless `from` already reaches it; adds what it
+// did to `kept`.
+void keep(git::repository& repo, const std::string& name,
+          const std::string& commit, const std::string& from,
+          std::vector<std::string>& kept) {
+  if (commit.empty() || commit == from
+      || (!from.empty() && git::is_ancestor(repo, commit, from)))
+    return;
+  kept.push_back("commit " + short_id(commit) + " is kept as "
+                 + git::pin_commit(repo, name, commit));
+}
+
+// Every path a task branch brings into the base, plus its working tree.
+scope_report worktree_changes(self_ptr self, git::repository& wt,
+                              const std::string& tip) {
+  auto& repo = self->state.setup.repo;
+  scope_report out;
+  auto base = git::branch_tip(repo, self->state.setup.base_branch);
+  if (base)
+    if (auto fork = git::merge_base(repo, *base, tip))
+      out.paths = git::paths_between(repo, *fork, tip);
+  for (auto& path : git::changed_paths(wt))
+    out.paths.push_back(path);
+  std::sort(out.paths.begin(), out.paths.end());
+  out.paths.erase(std::unique(out.paths.begin(), out.paths.end()),
+                  out.paths.end());
+  return out;
+}
+
+// A worktree's HEAD must still be the task's branch, and the branch must
+// still descend from where the attempt began. Otherwise nothing is merged,
+// nothing is lost: the work is pinned, the worktree left as it is (never
+// reused), and the branch put back where the attempt began, so the next
+// attempt starts from there in a worktree of its own.
+scope_report check_worktree(self_ptr self, const scope_request& req) {
+  auto& st = self->state;
+  auto& repo = st.setup.repo;
+  auto wt = git::open(req.checkout);
+  auto head = git::head_of(wt);
+  auto tip = git::branch_tip(repo, req.branch);
+  bool on_branch = head.ref == "refs/heads/" + req.branch;
+  bool descends
+    = tip && (req.start.empty() || git::is_ancestor(repo, req.start, *tip));
+  if (on_branch && descends)
+    return worktree_changes(self, wt, *tip);
+  std::string what = "HEAD of " + req.checkout + " ";
+  if (!on_branch)
+    what += "left " + req.branch + " for " + describe_head(head);
+  else if (!tip)
+    what += "is on " + req.branch + ", which is gone";
+  else
+    what += "is on " + req.branch + ", which was moved to " + short_id(*tip)
+            + ", away from " + short_id(req.start) + " where the attempt began";
+  // The branch stays where it is when it still descends from the start.
+  auto restore_to = descends ? *tip : req.start;
+  std::vector<std::string> kept;
+  keep(repo, kept_ref(req), head.commit, restore_to, kept);
+  if (tip && *tip != head.commit)
+    keep(repo, kept_ref(req) + "-branch", *tip, restore_to, kept);
+  // A task's branch checked out in the kept worktree would keep that task
+  // (this one, once its branch is put back, or another one the worker
+  // took) from a worktree of its own: HEAD detaches at the same commit,
+  // no file changes.
+  bool detach
+    = !head.commit.empty()
+      && (on_branch || head.ref.rfind("refs/heads/taskforce/", 0) == 0);
+  if (detach)
+    git::point_head(wt, "", head.commit);
+  if (!descends && !restore_to.empty())
+    git::move_branch(repo, req.branch, tip.value_or(""), restore_to);
+  git::keep_worktree(repo, req.checkout);
+  st.leased.erase(req.checkout);
+  st.spares.erase(
+    std::remove(st.spares.begin(), st.spares.end(), fs::path{req.checkout}),
+    st.spares.end());
+  scope_report out;
+  out.moved = what + "; nothing of it is merged";
+  for (auto& k : kept)
+    out.moved += "; " + k;
+  out.moved += "; the worktree is left as it is";
+  if (detach)
+    out.moved += " (its HEAD detached at " + short_id(head.commit) + ")";
+  out.moved += ", and the next attempt starts from " + req.branch + " at "
+               + short_id(restore_to.empty() ? head.commit : restore_to)
+               + " in a worktree of its own";
+  return out;
+}
+
+// In place, HEAD must still be the branch it was, at the commit it was: a
+// worker that commits or switches branches there writes the base branch
+// unchecked. HEAD and the branch are put back (the files and the index
+// stay as the worker left them, so its changes show as uncommitted), and
+// its commits are pinned.
+scope_report check_in_place(self_ptr self, const scope_request& req) {
+  auto& st = self->state;
+  auto found = st.snapshots.find(req.checkout);
+  if (found == st.snapshots.end())
+    throw std::runtime_error("no snapshot of " + req.checkout
+                             + " was taken before the attempt");
+  auto& before = found->second;
+  std::optional<git::repository> other;
+  if (!fs::equivalent(req.checkout, st.setup.root))
+    other.emplace(git::open(req.checkout));
+  auto& repo = other ? *other : st.setup.repo;
+  scope_report out;
+  out.paths = git::changed_since(repo, before);
+  auto head = git::head_of(repo);
+  const std::string heads = "refs/heads/";
+  auto branch = before.head.ref.rfind(heads, 0) == 0
+                  ? before.head.ref.substr(heads.size())
+                  : std::string{};
+  auto tip = branch.empty() ? std::optional<std::string>{}
+                            : git::branch_tip(repo, branch);
+  bool moved_branch = !branch.empty() && tip != before.head.commit;
+  if (head.ref == before.head.ref && head.commit == before.head.commit
+      && !moved_branch)
+    return out;
+  std::vector<std::string> kept;
+  auto name = kept_ref(req);
+  keep(repo, name, head.commit, before.head.commit, kept);
+  if (tip && *tip != head.commit)
+    keep(repo, name + "-branch", *tip, before.head.commit, kept);
+  if (moved_branch && !before.head.commit.empty())
+    git::move_branch(repo, branch, tip.value_or(""), before.head.commit);
+  if (head.ref != before.head.ref || head.ref.empty())
+    git::point_head(repo, before.head.ref, before.head.commit);
+  if (head.ref != before.head.ref)
+    out.moved = "HEAD of the main checkout left " + describe_head(before.head)
+                + " for " + describe_head(head);
+  else
+    out.moved = "HEAD of the main checkout moved from "
+                + short_id(before.head.commit) + " to "
+                + short_id(head.commit.empty() ? "none" : head.commit);
+  if (moved_branch && head.ref != before.head.ref)
+    out.moved
+      += ", and " + branch + " moved to " + short_id(tip.value_or("none"));
+  out.moved += "; nothing is committed in place: HEAD is back on "
+               + describe_head(before.head) + " at "
+               + short_id(before.head.commit);
+  if (head.commit != before.head.commit || moved_branch)
+    out.moved += ", and what the commits changed is left uncommitted in the "
+                 "checkout";
+  for (auto& k : kept)
+    out.moved += "; " + k;
+  return out;
+}
+
+merge_outcome integrate(self_ptr self, const merge_request& req);
+
+// The service's own commits on the main checkout's HEAD are no attempt's
+// doing: a snapshot of an attempt running in place meanwhile (a task that
+// got no worktree) follows them.
 merge_outcome merge(self_ptr self, const merge_request& req) {
+  auto& st = self->state;
+  auto before = git::head_of(st.setup.repo);
+  auto out = integrate(self, req);
+  auto after = git::head_of(st.setup.repo);
+  if (after.commit != before.commit)
+    for (auto& [path, snap] : st.snapshots)
+      if (snap.head.ref == before.ref && snap.head.commit == before.commit)
+        snap.head.commit = after.commit;
+  return out;
+}
+
+merge_outcome integrate(self_ptr self, const merge_request& req) {
   auto& st = self->state;
   auto& repo = st.setup.repo;
   auto message = "taskforce: " + req.task_id + ": " + req.title;
@@ -270,16 +441,24 @@ merge_outcome merge(self_ptr self, const merge_request& req) {
     // In place (useWorktrees: false): commit the task's scope right here.
     auto commit = commit_in_place(repo, req.scope, message);
     out.status = commit.empty() ? merge_status::empty : merge_status::merged;
-    out.merge_commit = commit.empty() ? git::head_commit(repo).value_or("")
-                                      : commit;
+    out.merge_commit
+      = commit.empty() ? git::head_commit(repo).value_or("") : commit;
     return out;
   }
   std::error_code ec;
   fs::path wt{req.worktree};
-  bool have_worktree = !req.worktree.empty()
-                       && is_worktree_at(repo, wt, nullptr);
+  bool have_worktree
+    = !req.worktree.empty() && is_worktree_at(repo, wt, nullptr);
   if (have_worktree) {
     auto tree = git::open(wt);
+    // The attempt's checks saw HEAD on the branch; anything since (a
+    // process left behind) must not slip work past them.
+    if (git::head_of(tree).ref != "refs/heads/" + req.branch) {
+      out.status = merge_status::error;
+      out.message = "HEAD of " + wt.string() + " is no longer on " + req.branch
+                    + "; nothing was merged";
+      return out;
+    }
     git::commit_all(tree, message);
   }
   auto tip = git::branch_tip(repo, req.branch);
@@ -305,8 +484,8 @@ merge_outcome merge(self_ptr self, const merge_request& req) {
     }
   };
   if (auto merged = git::merged_commit(repo, *tip, st.setup.base_branch)) {
-    out.status = *merged == *tip ? merge_status::empty
-                                 : merge_status::already_merged;
+    out.status
+      = *merged == *tip ? merge_status::empty : merge_status::already_merged;
     out.merge_commit = *merged;
     done_with_worktree();
     if (!have_worktree && req.cleanup)
@@ -339,8 +518,8 @@ merge_outcome merge(self_ptr self, const merge_request& req) {
 bool finish(self_ptr self) {
   auto& st = self->state;
   st.spares.clear();
-  remove_merged_leftovers(st.setup.repo, st.setup.base_branch,
-                          st.setup.run_id, st.leased);
+  remove_merged_leftovers(st.setup.repo, st.setup.base_branch, st.setup.run_id,
+                          st.leased);
   return true;
 }
 
@@ -359,7 +538,8 @@ void remove_merged_leftovers(git::repository& repo,
   std::set<std::string> checked_out;
   for (auto& wt : git::list_worktrees(repo)) {
     checked_out.insert(wt.branch);
-    if (wt.branch.rfind(prefix, 0) != 0 || leased.count(wt.path.string()))
+    if (wt.branch.rfind(prefix, 0) != 0 || leased.count(wt.path.string())
+        || wt.kept)
       continue;
     auto tip = git::branch_tip(repo, wt.branch);
     if (!tip || !git::is_ancestor(repo, *tip, *base))
@@ -379,8 +559,9 @@ void remove_merged_leftovers(git::repository& repo,
       git::delete_branch(repo, b.name);
 }
 
-git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self,
-                                     git_service_setup setup) {
+git_actor::behavior_type
+git_service(git_actor::stateful_pointer<git_state> self,
+            git_service_setup setup) {
   self->state.setup = std::move(setup);
   drop_half_prepared(self);
   for (auto& p : self->state.setup.spares)
@@ -395,11 +576,26 @@ git_actor::behavior_type git_service(git_actor::stateful_pointer<git_state> self
         return fail(e.what());
       }
     },
-    [self](changed_atom,
-           std::string& path) -> caf::result<std::vector<std::string>> {
+    [self](snapshot_atom, std::string& path) -> caf::result<std::string> {
       try {
-        auto tree = git::open(path);
-        return git::changed_paths(tree);
+        auto& st = self->state;
+        auto snap = fs::equivalent(path, st.setup.root)
+                      ? git::take_snapshot(st.setup.repo)
+                      : [&] {
+                          auto other = git::open(path);
+                          return git::take_snapshot(other);
+                        }();
+        auto head = snap.head.commit;
+        st.snapshots[path] = std::move(snap);
+        return head;
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
+    },
+    [self](changed_atom, scope_request& req) -> caf::result<scope_report> {
+      try {
+        return req.branch.empty() ? check_in_place(self, req)
+                                  : check_worktree(self, req);
       } catch (const std::exception& e) {
         return fail(e.what());
       }

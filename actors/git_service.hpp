@@ -10,6 +10,15 @@
 // only the files that differ) instead of paying for a fresh checkout; a
 // worktree holding work that is not merged is never reset or deleted (only
 // `discard` does that, on the user's word).
+//
+// It also answers, for each check of an attempt, what the attempt brings:
+// in a worktree, every path between the fork from the base and the branch
+// tip plus the working tree; in place, what changed since a snapshot taken
+// before the attempt. A worktree whose HEAD left the task's branch (or
+// whose branch no longer descends from where the attempt began), or a
+// main checkout whose HEAD moved, fails the attempt: the work is pinned
+// under `refs/taskforce/kept/<run>/<task>/attempt-N`, the worktree is
+// never reused, and the branch is put back where the attempt began.
 #pragma once
 
 #include <filesystem>
@@ -61,8 +70,9 @@ std::filesystem::path task_worktree(const std::filesystem::path& root,
                                     const std::string& task_id);
 
 /// Commits, in the main checkout's current branch, the changed paths that
-/// lie inside `scope` (a task that ran in place). Returns the new commit,
-/// or "" when nothing in scope changed.
+/// lie inside `scope` (every changed path for a task without files): a task
+/// that ran in place. Nothing else that is changed or staged goes in.
+/// Returns the new commit, or "" when nothing in scope changed.
 std::string commit_in_place(git::repository& repo,
                             const std::vector<std::string>& scope,
                             const std::string& message);

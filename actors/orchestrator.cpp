@@ -421,7 +421,9 @@ void schedule(self_ptr self) {
   }
   auto& tasks = st.setup.tasks;
   auto& cfg = st.setup.cfg;
-  size_t limit = cfg.mode == "assist"
+  // In place (assist, useWorktrees: false) tasks share one checkout: what
+  // changed there is attributed to the one attempt running.
+  size_t limit = cfg.mode == "assist" || !cfg.use_worktrees
                    ? 1
                    : std::max<uint64_t>(1, cfg.max_concurrency);
   size_t active = 0;

@@ -15,6 +15,7 @@
 #include "src/worker/prompt.hpp"
 #include "src/worker/script.hpp"
 #include "src/scope/coverage.hpp"
+#include "src/scope/physical.hpp"
 #include "src/store/ledger.hpp"
 
 namespace fs = std::filesystem;
@@ -195,10 +196,8 @@ private:
 
   bool lease() {
     auto& cfg = job_.cfg;
-    if (!cfg.use_worktrees || cfg.mode == "assist") {
-      cwd_ = job_.root;
-      return true;
-    }
+    if (!cfg.use_worktrees || cfg.mode == "assist")
+      return in_place();
     worktree_request req{job_.run_id, job_.task.id, job_.fresh,
                          job_.task.worktree};
     bool ok = false;
@@ -209,6 +208,7 @@ private:
           ok = true;
           out_.worktree = l.path;
           out_.branch = l.branch;
+          start_ = l.start;
           cwd_ = l.path;
         },
         [&](caf::error& err) { why = self_->system().render(err); });
@@ -219,19 +219,87 @@ private:
       return false;
     }
     spdlog::warn("{}: no worktree ({}), running in place", job_.task.id, why);
+    return in_place();
+  }
+
+  /// In place, the attempt is judged against the checkout as it is now:
+  /// the git service keeps a snapshot of it.
+  bool in_place() {
     cwd_ = job_.root;
+    std::string why;
+    self_->request(job_.git, caf::infinite, snapshot_atom::value, cwd_.string())
+      .receive([&](std::string& head) { start_ = head; },
+               [&](caf::error& err) { why = self_->system().render(err); });
+    if (why.empty())
+      return true;
+    out_.reason = "cannot take a snapshot of the checkout: " + why;
+    return false;
+  }
+
+  /// The task's scope where it lies in this checkout now: a symlink that
+  /// merged work added since the plan may lead it elsewhere, or out.
+  bool resolve_scope() {
+    scope::physical_root disk{cwd_};
+    for (auto& entry : job_.task.files) {
+      auto where = disk.resolve_entry(entry);
+      if (!where.error.empty()) {
+        out_.reason = "files: " + where.error;
+        return false;
+      }
+      scope_.push_back(where.path);
+    }
     return true;
   }
 
-  std::vector<std::string> changed_paths() {
-    std::vector<std::string> paths;
+  /// What the attempt brings so far, as the git service sees it.
+  scope_report changes() {
+    scope_request req{job_.run_id,   job_.task.id, job_.attempt,
+                      cwd_.string(), out_.branch, start_};
+    scope_report report;
     std::string why;
-    self_->request(job_.git, caf::infinite, changed_atom::value, cwd_.string())
-      .receive([&](std::vector<std::string>& xs) { paths = std::move(xs); },
+    self_->request(job_.git, caf::infinite, changed_atom::value, req)
+      .receive([&](scope_report& r) { report = std::move(r); },
                [&](caf::error& err) { why = self_->system().render(err); });
     if (!why.empty())
       throw std::runtime_error("cannot list the changes: " + why);
-    return paths;
+    return report;
+  }
+
+  /// Whether everything the attempt brings lies in the task's scope after
+  /// `gate` (false: after the worker) changed the checkout; sets the
+  /// reason when not. HEAD must not have moved, no changed path may lead
+  /// out of the repository, and with enforceDiffScope every changed path
+  /// must be covered by the scope where it physically lies.
+  bool in_scope(bool gate) {
+    auto who = std::string{gate ? "the gate" : "the worker"};
+    auto report = changes();
+    if (!report.moved.empty()) {
+      out_.reason = "after " + who + " ran, " + report.moved;
+      return false;
+    }
+    scope::physical_root disk{cwd_};
+    scope::coverage cover{scope_};
+    bool judge = job_.cfg.enforce_diff_scope && !scope_.empty();
+    std::vector<std::string> refused;
+    std::vector<std::string> outside;
+    for (auto& path : report.paths) {
+      auto where = disk.locate_changed(path);
+      if (!where.error.empty())
+        refused.push_back(where.error);
+      else if (judge && !cover.covers(where.path))
+        outside.push_back(path);
+    }
+    if (!refused.empty()) {
+      out_.reason = who + " left paths no task may write: " + join(refused);
+      return false;
+    }
+    if (outside.empty())
+      return true;
+    out_.reason = gate ? "the gate left changes outside the task's scope: "
+                           + join(outside)
+                           + " (files a gate generates belong in .gitignore)"
+                       : "changed files outside its scope: " + join(outside);
+    return false;
   }
 
   proc::run_result run_command(backend_call call, const fs::path& log,
@@ -289,7 +357,7 @@ private:
     out_.status = attempt_status::failed;
     if (interrupted())
       return;
-    if (!lease())
+    if (!lease() || !resolve_scope())
       return;
     progress("running", "", true);
     auto log_dir = job_.root / ".taskforce"
@@ -339,17 +407,8 @@ private:
         return;
       }
       progress("verifying", "");
-      if (cfg.enforce_diff_scope && cwd_ != job_.root && !t.files.empty()) {
-        scope::coverage cover{t.files};
-        std::vector<std::string> outside;
-        for (auto& p : changed_paths())
-          if (!cover.covers(p))
-            outside.push_back(p);
-        if (!outside.empty()) {
-          out_.reason = "changed files outside its scope: " + join(outside);
-          return;
-        }
-      }
+      if (!in_scope(false))
+        return;
       if (t.verify.empty()) {
         out_.status = attempt_status::done;
         out_.reason = v.reason;
@@ -363,6 +422,9 @@ private:
       out_.tail = tail_of(g.tail, 2000);
       out_.exit_code = g.exit_code;
       if (g.success()) {
+        // What the gate left is part of what the task brings.
+        if (!in_scope(true))
+          return;
         out_.status = attempt_status::done;
         out_.reason = v.reason;
         return;
@@ -385,6 +447,10 @@ private:
   worker_job& job_;
   attempt_outcome out_;
   fs::path cwd_;
+  /// Where the task's branch (in place: HEAD) was as the attempt began.
+  std::string start_;
+  /// The task's files where they physically lie in cwd_.
+  std::vector<std::string> scope_;
   std::string repair_note_;
 };
 

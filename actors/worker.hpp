@@ -1,16 +1,18 @@
 // The worker: one per task attempt. It leases the task's worktree from the
 // git service, runs the worker backend there (its own process group, the
-// task's timeout), reads the report, checks that every changed path lies in
-// the task's declared scope, runs the gate (its own process group, the
-// verify timeout), steers a failed gate back to the same backend up to
-// `run.maxRepairs` times without counting an attempt, and reports one
+// task's timeout), reads the report, checks that everything the attempt
+// brings (its branch's commits and its working tree, or in place what
+// changed since a snapshot) lies in the task's scope with HEAD where it
+// belongs, runs the gate (its own process group, the verify timeout) and
+// checks again after it, steers a failed gate back to the same backend up
+// to `run.maxRepairs` times without counting an attempt, and reports one
 // `attempt_outcome` to the orchestrator.
 //
 // It blocks on processes, so it runs detached. The orchestrator cancels it
 // through the shared cancel handle, which kills the running process group
 // at once; the worker then reports `interrupted`.
 //
-//   lease -> run backend -> report? -> scope check -> gate --pass--> done
+//   lease -> run backend -> report? -> scope check -> gate --pass--> scope check -> done
 //               ^                                      |
 //               +------------- repair (fail) ----------+--> failed
 #pragma once

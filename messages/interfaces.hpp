@@ -76,8 +76,13 @@ using git_actor = caf::typed_actor<
   /// From a worker: a worktree on `taskforce/<run>/<task>` from the base tip
   /// (or the kept one of an interrupted attempt).
   caf::replies_to<lease_atom, worktree_request>::with<worktree_lease>,
-  /// From a worker: every changed path of a worktree, untracked included.
-  caf::replies_to<changed_atom, std::string>::with<std::vector<std::string>>,
+  /// From a worker running in place: remember the checkout (its path) as
+  /// it is before the attempt; answers HEAD's commit.
+  caf::replies_to<snapshot_atom, std::string>::with<std::string>,
+  /// From a worker: what its attempt brings, or how HEAD moved (the moved
+  /// work is then pinned under refs/taskforce/kept/ and the task branch put
+  /// back where the attempt began).
+  caf::replies_to<changed_atom, scope_request>::with<scope_report>,
   /// From the orchestrator: commit, merge into the base, clean up.
   caf::replies_to<merge_atom, merge_request>::with<merge_outcome>,
   /// Removes a task's worktree and branch (run, task); true if removed.

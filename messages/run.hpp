@@ -54,6 +54,9 @@ struct worktree_lease {
   /// The worktree was reused (kept from an interrupted attempt, or a clean
   /// merged one reset to the new base).
   bool reused = false;
+  /// The commit the branch is at as the attempt begins: it must still
+  /// descend from it when the attempt ends.
+  std::string start;
 };
 
 /// Ask the git service for a worktree for a task's attempt.
@@ -64,6 +67,32 @@ struct worktree_request {
   bool fresh = false;
   /// The worktree an earlier attempt used, as the ledger knows it.
   std::string known_path;
+};
+
+/// Ask the git service what an attempt brings and whether HEAD stayed.
+struct scope_request {
+  std::string run_id;
+  std::string task_id;
+  uint64_t attempt = 0;
+  /// The checkout the attempt runs in: its worktree, or the main checkout.
+  std::string checkout;
+  /// The task's branch; empty when the attempt runs in place (it is then
+  /// compared with the snapshot taken before it began).
+  std::string branch;
+  /// worktree_lease::start.
+  std::string start;
+};
+
+/// What an attempt brings, or why its HEAD is not where it belongs.
+struct scope_report {
+  /// Every changed path (repository-relative, sorted): in a worktree, what
+  /// the branch changed since it forked from the base plus its working
+  /// tree (untracked files included, ignored ones not); in place, what
+  /// changed since the snapshot, commits on HEAD included.
+  std::vector<std::string> paths;
+  /// Empty when HEAD is where it belongs; else what moved, and where the
+  /// work was kept (the attempt fails with it).
+  std::string moved;
 };
 
 /// How a merge of a task's branch into the base ended.
@@ -211,7 +240,18 @@ typename Inspector::result_type inspect(Inspector& f, run_transition& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worktree_lease& x) {
   return f(caf::meta::type_name("taskforce.worktree_lease"), x.path, x.branch,
-           x.reused);
+           x.reused, x.start);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scope_request& x) {
+  return f(caf::meta::type_name("taskforce.scope_request"), x.run_id,
+           x.task_id, x.attempt, x.checkout, x.branch, x.start);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scope_report& x) {
+  return f(caf::meta::type_name("taskforce.scope_report"), x.paths, x.moved);
 }
 
 template <class Inspector>
@@ -255,6 +295,10 @@ inline bool operator==(const task_transition& x, const task_transition& y) {
   return x.run_id == y.run_id && x.task_id == y.task_id && x.state == y.state
          && x.attempt == y.attempt && x.reason == y.reason
          && x.detail == y.detail;
+}
+
+inline bool operator==(const scope_report& x, const scope_report& y) {
+  return x.paths == y.paths && x.moved == y.moved;
 }
 
 inline bool operator==(const merge_outcome& x, const merge_outcome& y) {

@@ -41,6 +41,8 @@ struct merge_outcome;
 struct attempt_outcome;
 struct attempt_progress;
 struct run_event;
+struct scope_request;
+struct scope_report;
 
 } // namespace taskforce
 
@@ -98,6 +100,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run_event))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::transition_batch))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::batch_acks))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::scope_request))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::scope_report))
 
   // Ledger protocol.
   CAF_ADD_ATOM(taskforce_run, taskforce, record_atom, "record")
@@ -105,6 +109,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_ATOM(taskforce_run, taskforce, lease_atom, "lease")
   CAF_ADD_ATOM(taskforce_run, taskforce, merge_atom, "merge")
   CAF_ADD_ATOM(taskforce_run, taskforce, changed_atom, "changed")
+  CAF_ADD_ATOM(taskforce_run, taskforce, snapshot_atom, "snapshot")
   CAF_ADD_ATOM(taskforce_run, taskforce, discard_atom, "discard")
   // Orchestrator protocol.
   CAF_ADD_ATOM(taskforce_run, taskforce, start_atom, "start")

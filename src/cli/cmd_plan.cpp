@@ -71,8 +71,10 @@ int run_plan_command(const std::vector<std::string>& argv,
   auto max_concurrency
     = parsed.positive("--max-concurrency", cfg.run.max_concurrency);
   auto top = find_repository(opts.repo);
-  if (top)
+  if (top) {
     parse_opts.working_directory = *top;
+    parse_opts.repository = *top;
+  }
   const auto& file = parsed.positionals()[0];
   std::string text;
   if (file == "-") {

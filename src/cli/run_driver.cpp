@@ -23,6 +23,7 @@
 #include "src/cli/live_table.hpp"
 #include "src/git/git.hpp"
 #include "src/plan/graph.hpp"
+#include "src/scope/coverage.hpp"
 #include "src/store/ledger.hpp"
 #include "src/store/run_lock.hpp"
 #include "src/taskfile/parse.hpp"
@@ -109,6 +110,7 @@ std::vector<task_spec> parse_tasks(const fs::path& root,
   auto text = read_text(path);
   auto popts = taskfile::options_from(cfg.run);
   popts.working_directory = root.string();
+  popts.repository = root.string();
   auto parsed = taskfile::parse(text, file_rel, popts);
   if (!parsed.ok()) {
     std::string msg;
@@ -124,15 +126,48 @@ std::vector<task_spec> parse_tasks(const fs::path& root,
   return std::move(parsed.tasks);
 }
 
-// The task file itself may be edited between runs (a fixed gate command):
-// a merge never touches it unless a task declares it.
-void refuse_dirty(git::repository& repo, const std::string& task_file) {
+// Never start on top of uncommitted work the tasks may touch. A dirty
+// tracked path or an untracked one (ignored files aside) in the scope of a
+// task that is not done (a task without files claims everything) is
+// refused in every mode; in integrate mode any dirty tracked file is, as
+// merges update the checkout. The task file itself may be edited between
+// runs (a fixed gate command): it is never counted.
+void refuse_dirty(git::repository& repo, const std::string& task_file,
+                  const config& cfg, const std::vector<task_spec>& specs,
+                  const std::set<std::string>& done) {
+  // taskforce's own folder counts neither (before the first run it is not
+  // excluded yet, and may hold a config).
+  auto drop_task_file = [&](std::vector<std::string>& paths) {
+    paths.erase(std::remove_if(paths.begin(), paths.end(),
+                               [&](const std::string& p) {
+                                 return p == task_file
+                                        || p.rfind(".taskforce/", 0) == 0;
+                               }),
+                paths.end());
+  };
   auto dirty = git::dirty_tracked_paths(repo);
-  dirty.erase(std::remove(dirty.begin(), dirty.end(), task_file), dirty.end());
-  if (!dirty.empty())
+  drop_task_file(dirty);
+  if (cfg.run.mode != "assist" && !dirty.empty())
     throw usage_error("the main checkout has uncommitted changes to tracked "
                       "files; commit or stash them first: "
                       + join(dirty));
+  auto changed = git::changed_paths(repo);
+  drop_task_file(changed);
+  std::set<std::string> touched;
+  for (auto& s : specs) {
+    if (s.done || done.count(s.id) > 0)
+      continue;
+    scope::coverage cover{s.files};
+    for (auto& path : changed)
+      if (s.files.empty() || cover.covers(path))
+        touched.insert(path);
+  }
+  if (!touched.empty())
+    throw usage_error(
+      "the main checkout has uncommitted work where the tasks may write "
+      "(their files, or any file for a task without files); commit or stash "
+      "it first: "
+      + join(std::vector<std::string>(touched.begin(), touched.end())));
 }
 
 std::string config_json_of(const config& cfg) {
@@ -188,8 +223,8 @@ int drive_run(const drive_options& opts) {
   if (!opts.file.empty()) {
     file_rel = relative_to(root, opts.file);
     specs = parse_tasks(root, file_rel, cfg);
-    if (!had_state && cfg.run.mode != "assist")
-      refuse_dirty(repo, file_rel);
+    if (!had_state)
+      refuse_dirty(repo, file_rel, cfg, specs, {});
   } else if (!had_state) {
     throw usage_error("no run to resume in " + root.string());
   }
@@ -236,8 +271,14 @@ int drive_run(const drive_options& opts) {
   } else if (unfinished) {
     run_id = unfinished->id;
   }
-  if (cfg.run.mode != "assist")
-    refuse_dirty(repo, file_rel);
+  {
+    std::set<std::string> done;
+    if (!run_id.empty())
+      for (auto& t : db.tasks(run_id))
+        if (t.state == task_state::done)
+          done.insert(t.id);
+    refuse_dirty(repo, file_rel, cfg, specs, done);
+  }
 
   std::string base_branch;
   if (run_id.empty()) {

@@ -259,6 +259,29 @@ std::optional<std::string> head_commit(repository& repo) {
   return to_hex(id);
 }
 
+head_info head_of(repository& repo) {
+  head_info info;
+  git_reference* raw = nullptr;
+  check(git_reference_lookup(&raw, repo.get(), "HEAD"), "read HEAD");
+  reference_ptr head{raw};
+  if (git_reference_type(head.get()) == GIT_REFERENCE_SYMBOLIC)
+    info.ref = git_reference_symbolic_target(head.get());
+  info.commit = head_commit(repo).value_or("");
+  return info;
+}
+
+void point_head(repository& repo, const std::string& ref,
+                const std::string& commit) {
+  if (!ref.empty()) {
+    check(git_repository_set_head(repo.get(), ref.c_str()),
+          "point HEAD at " + ref);
+    return;
+  }
+  auto what = "detach HEAD at " + commit;
+  auto id = from_hex(commit, what);
+  check(git_repository_set_head_detached(repo.get(), &id), what);
+}
+
 std::optional<std::string> branch_tip(repository& repo,
                                       const std::string& branch) {
   git_oid id;
@@ -306,6 +329,53 @@ std::optional<std::string> merge_base(repository& repo, const std::string& a,
   }
   check(rc, what);
   return to_hex(out);
+}
+
+std::vector<std::string> paths_between(repository& repo,
+                                       const std::string& from,
+                                       const std::string& to) {
+  if (from == to)
+    return {};
+  auto a = detail::lookup_commit(repo, from);
+  auto b = detail::lookup_commit(repo, to);
+  auto ta = detail::tree_of(a.get());
+  auto tb = detail::tree_of(b.get());
+  git_diff_options opts = GIT_DIFF_OPTIONS_INIT;
+  git_diff* raw = nullptr;
+  check(git_diff_tree_to_tree(&raw, repo.get(), ta.get(), tb.get(), &opts),
+        "compare " + from + " with " + to);
+  diff_ptr diff{raw};
+  std::vector<std::string> paths;
+  auto n = git_diff_num_deltas(diff.get());
+  for (size_t i = 0; i < n; ++i) {
+    auto* delta = git_diff_get_delta(diff.get(), i);
+    paths.emplace_back(delta->old_file.path);
+    paths.emplace_back(delta->new_file.path);
+  }
+  detail::sort_unique(paths);
+  return paths;
+}
+
+std::string pin_commit(repository& repo, const std::string& name,
+                       const std::string& commit) {
+  auto what = "keep commit " + commit + " as " + name;
+  auto id = from_hex(commit, what);
+  for (int n = 1;; ++n) {
+    auto ref = n == 1 ? name : name + "-" + std::to_string(n);
+    git_oid existing;
+    int rc = git_reference_name_to_id(&existing, repo.get(), ref.c_str());
+    if (rc == 0 && git_oid_equal(&existing, &id))
+      return ref;
+    if (rc == 0)
+      continue;
+    git_error_clear();
+    git_reference* raw = nullptr;
+    check(git_reference_create(&raw, repo.get(), ref.c_str(), &id, 0,
+                               "taskforce: kept"),
+          what);
+    reference_ptr guard{raw};
+    return ref;
+  }
 }
 
 std::vector<std::string> dirty_tracked_paths(repository& repo) {
@@ -414,6 +484,25 @@ std::vector<branch_info> list_branches(repository& repo,
     return x.name < y.name;
   });
   return result;
+}
+
+void move_branch(repository& repo, const std::string& branch,
+                 const std::string& from, const std::string& to) {
+  auto what = "point branch " + branch + " back at " + to;
+  auto id = from_hex(to, what);
+  auto name = "refs/heads/" + branch;
+  git_reference* raw = nullptr;
+  if (from.empty()) {
+    check(git_reference_create(&raw, repo.get(), name.c_str(), &id, 0,
+                               "taskforce: restored"),
+          what);
+  } else {
+    auto old = from_hex(from, what);
+    check(git_reference_create_matching(&raw, repo.get(), name.c_str(), &id, 1,
+                                        &old, "taskforce: restored"),
+          what);
+  }
+  reference_ptr guard{raw};
 }
 
 bool delete_branch(repository& repo, const std::string& branch) {

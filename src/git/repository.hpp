@@ -94,6 +94,23 @@ std::string head_branch(repository& repo);
 /// The commit HEAD points to, or nothing on an unborn branch.
 std::optional<std::string> head_commit(repository& repo);
 
+/// Where HEAD points.
+struct head_info {
+  /// The ref HEAD names ("refs/heads/main"); "" when HEAD is detached.
+  std::string ref;
+  /// The commit HEAD resolves to; "" on an unborn branch.
+  std::string commit;
+};
+
+/// Where HEAD of `repo` (a checkout or a linked worktree) points now.
+head_info head_of(repository& repo);
+
+/// Points HEAD at `ref` (a full name, "refs/heads/main"), or detaches it at
+/// `commit` when `ref` is empty. Only HEAD changes: the index and the files
+/// stay as they are.
+void point_head(repository& repo, const std::string& ref,
+                const std::string& commit);
+
 /// The tip of local branch `branch` (short name), or nothing when the branch
 /// does not exist.
 std::optional<std::string> branch_tip(repository& repo,
@@ -109,6 +126,18 @@ bool is_ancestor(repository& repo, const std::string& commit,
 /// The best common ancestor of two commits, or nothing when unrelated.
 std::optional<std::string> merge_base(repository& repo, const std::string& a,
                                       const std::string& b);
+
+/// Paths (repository-relative, sorted, unique) that differ between the
+/// trees of commits `from` and `to`: both sides of every change, renames
+/// as a deletion and an addition.
+std::vector<std::string>
+paths_between(repository& repo, const std::string& from, const std::string& to);
+
+/// Keeps `commit` reachable under the ref `name` ("refs/taskforce/kept/
+/// ..."), or under `name-2`, `name-3`... when a ref of that name already
+/// points elsewhere. Returns the name used.
+std::string pin_commit(repository& repo, const std::string& name,
+                       const std::string& commit);
 
 /// Paths (repository-relative, sorted) whose tracked content differs from
 /// HEAD in the index or the working folder: staged or unstaged
@@ -139,6 +168,12 @@ struct branch_info {
 /// Local branches whose short name starts with `prefix` ("" for all).
 std::vector<branch_info> list_branches(repository& repo,
                                        const std::string& prefix = "");
+
+/// Points local branch `branch` at `to`, only if it is still at `from`
+/// ("" for a branch that does not exist: it is created). Throws when
+/// someone moved it meanwhile.
+void move_branch(repository& repo, const std::string& branch,
+                 const std::string& from, const std::string& to);
 
 /// Deletes local branch `branch`; false when it did not exist. Throws when
 /// it is checked out in some worktree. Never checks whether it is merged:

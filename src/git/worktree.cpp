@@ -22,6 +22,9 @@ namespace {
 // holds the HEAD the worktree had when the reuse began.
 constexpr const char* reuse_marker = "taskforce-reusing";
 
+// The file in a worktree's admin folder that sets it aside for good.
+constexpr const char* kept_marker = "taskforce-kept";
+
 std::string read_text(const fs::path& file) {
   return read_file(file).value_or("");
 }
@@ -390,6 +393,81 @@ std::vector<std::string> changed_paths(repository& worktree) {
                                 | GIT_STATUS_OPT_RECURSE_UNTRACKED_DIRS);
 }
 
+namespace {
+
+// What the index and the file hold for `path`: enough to tell that either
+// changed, without keeping the content.
+std::string fingerprint(repository& repo, git_index* index,
+                        const std::string& path) {
+  std::string print;
+  if (auto* entry = git_index_get_bypath(index, path.c_str(), 0))
+    print = std::to_string(entry->mode) + ":" + to_hex(entry->id);
+  else
+    print = "-";
+  auto file = repo.workdir() / path;
+  std::error_code ec;
+  auto status = fs::symlink_status(file, ec);
+  if (ec || !fs::exists(status)) {
+    print += "|-";
+  } else if (fs::is_symlink(status)) {
+    print += "|l:" + fs::read_symlink(file, ec).string();
+  } else if (fs::is_regular_file(status)) {
+    git_oid id;
+    if (git_odb_hashfile(&id, file.c_str(), GIT_OBJECT_BLOB) == 0) {
+      print += "|f:" + to_hex(id);
+    } else {
+      git_error_clear();
+      print += "|f:?";
+    }
+    auto exec
+      = (status.permissions() & fs::perms::owner_exec) != fs::perms::none;
+    print += exec ? "x" : "";
+  } else {
+    print += "|d";
+  }
+  return print;
+}
+
+std::map<std::string, std::string> fingerprints(repository& repo) {
+  auto index = detail::repository_index(repo);
+  check(git_index_read(index.get(), 0), "read the index");
+  std::map<std::string, std::string> result;
+  for (auto& path : changed_paths(repo))
+    result.emplace(path, fingerprint(repo, index.get(), path));
+  return result;
+}
+
+} // namespace
+
+checkout_snapshot take_snapshot(repository& checkout) {
+  checkout_snapshot snap;
+  snap.head = head_of(checkout);
+  snap.dirty = fingerprints(checkout);
+  return snap;
+}
+
+std::vector<std::string> changed_since(repository& checkout,
+                                       const checkout_snapshot& before) {
+  auto now = fingerprints(checkout);
+  std::vector<std::string> changed;
+  for (auto& [path, print] : now) {
+    auto was = before.dirty.find(path);
+    if (was == before.dirty.end() || was->second != print)
+      changed.push_back(path);
+  }
+  // Dirty then, clean now: reverted, or committed.
+  for (auto& [path, print] : before.dirty)
+    if (now.count(path) == 0)
+      changed.push_back(path);
+  auto head = head_commit(checkout).value_or("");
+  if (head != before.head.commit && !head.empty()
+      && !before.head.commit.empty())
+    for (auto& path : paths_between(checkout, before.head.commit, head))
+      changed.push_back(path);
+  detail::sort_unique(changed);
+  return changed;
+}
+
 std::string commit_all(repository& worktree, const std::string& message,
                        const signature& author) {
   // One status pass instead of git_index_add_all + git_index_update_all
@@ -440,7 +518,91 @@ std::string commit_paths(repository& repo,
   return to_hex(id);
 }
 
+std::string commit_only(repository& repo, const std::vector<std::string>& paths,
+                        const std::string& message, const signature& author) {
+  auto what = "commit in " + repo.workdir().string();
+  detail::relax_object_checks();
+  auto head = head_commit(repo);
+  if (!head)
+    throw error(what, "HEAD has no commit yet");
+  auto parent = detail::lookup_commit(repo, *head);
+  auto base = detail::tree_of(parent.get());
+  auto root = repo.workdir();
+  // The updates name their paths and ids; both must outlive the call.
+  std::vector<git_oid> ids(paths.size());
+  std::vector<git_tree_update> updates;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    auto& path = paths[i];
+    std::error_code ec;
+    auto status = fs::symlink_status(root / path, ec);
+    git_tree_update u{};
+    u.path = path.c_str();
+    if (fs::is_regular_file(status) || fs::is_symlink(status)) {
+      check(git_blob_create_from_workdir(&ids[i], repo.get(), path.c_str()),
+            what + ": store " + path);
+      u.action = GIT_TREE_UPDATE_UPSERT;
+      u.id = ids[i];
+      u.filemode
+        = fs::is_symlink(status) ? GIT_FILEMODE_LINK
+          : (status.permissions() & fs::perms::owner_exec) != fs::perms::none
+            ? GIT_FILEMODE_BLOB_EXECUTABLE
+            : GIT_FILEMODE_BLOB;
+    } else {
+      git_tree_entry* raw = nullptr;
+      if (git_tree_entry_bypath(&raw, base.get(), path.c_str()) != 0) {
+        git_error_clear();
+        continue; // neither there nor in HEAD
+      }
+      git_tree_entry_free(raw);
+      u.action = GIT_TREE_UPDATE_REMOVE;
+    }
+    updates.push_back(u);
+  }
+  git_oid tree_id;
+  check(git_tree_create_updated(&tree_id, repo.get(), base.get(),
+                                updates.size(), updates.data()),
+        what);
+  if (git_oid_equal(git_commit_tree_id(parent.get()), &tree_id))
+    return *head; // nothing changed
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo.get(), &tree_id), what);
+  tree_ptr tree{tree_raw};
+  auto sig = detail::make_signature(repo, author);
+  const git_commit* parents[] = {parent.get()};
+  git_oid id;
+  check(git_commit_create(&id, repo.get(), "HEAD", sig.get(), sig.get(),
+                          nullptr, message.c_str(), tree.get(), 1, parents),
+        what);
+  // The committed paths' index entries follow; nothing else is touched.
+  auto index = detail::repository_index(repo);
+  check(git_index_read(index.get(), 0), what);
+  for (auto& u : updates) {
+    if (u.action == GIT_TREE_UPDATE_UPSERT)
+      check(git_index_add_bypath(index.get(), u.path),
+            what + ": stage " + u.path);
+    else
+      check(git_index_remove_bypath(index.get(), u.path),
+            what + ": unstage " + u.path);
+  }
+  check(git_index_write(index.get()), what);
+  return to_hex(id);
+}
+
 // -- list, remove, prune ------------------------------------------------------
+
+bool keep_worktree(repository& repo, const fs::path& path) {
+  auto found = find_worktree(repo, fs::absolute(path).string());
+  if (!found)
+    return false;
+  auto marker = repo.common_dir() / "worktrees" / found->name / kept_marker;
+  std::ofstream out(marker, std::ios::binary | std::ios::trunc);
+  out << found->head << '\n';
+  out.flush();
+  if (!out)
+    throw error("keep worktree " + found->path.string(),
+                "cannot write " + marker.string());
+  return true;
+}
 
 std::vector<worktree_info> list_worktrees(repository& repo) {
   strarray names;
@@ -457,7 +619,10 @@ std::vector<worktree_info> list_worktrees(repository& repo) {
     worktree_info info;
     info.name = name;
     info.path = git_worktree_path(wt.get());
-    read_admin_head(repo, repo.common_dir() / "worktrees" / name, info);
+    auto admin = repo.common_dir() / "worktrees" / name;
+    read_admin_head(repo, admin, info);
+    std::error_code ec;
+    info.kept = fs::exists(admin / kept_marker, ec);
     result.push_back(std::move(info));
   }
   return result;

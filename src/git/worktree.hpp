@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +27,9 @@ struct worktree_info {
   std::string branch;
   /// The commit checked out there, "" when unborn.
   std::string head;
+  /// Set aside by keep_worktree: never reused, reset or removed, except
+  /// on the user's word.
+  bool kept = false;
 };
 
 /// A worktree admin name derived from a branch name: characters other than
@@ -99,6 +103,29 @@ reuse_result reuse_worktree(repository& repo, const std::filesystem::path& path,
 /// the index or the working folder. Ignored files are not listed.
 std::vector<std::string> changed_paths(repository& worktree);
 
+/// A checkout as it was before an attempt that runs in it in place: where
+/// HEAD pointed, and every path that differed from HEAD then with what the
+/// index and the file held (the user's uncommitted work, an earlier task's
+/// changes in assist mode).
+struct checkout_snapshot {
+  /// Where HEAD pointed.
+  head_info head;
+  /// Each path changed_paths listed, with a fingerprint of its index entry
+  /// and its file (content hash, type, executable bit).
+  std::map<std::string, std::string> dirty;
+};
+
+/// Takes the snapshot of a checkout (the main one, or a worktree).
+checkout_snapshot take_snapshot(repository& checkout);
+
+/// What changed in the checkout since `before` (sorted, unique): every
+/// path whose index entry or file differs from the snapshot's (one that
+/// was clean counts as changed once it differs from HEAD), and every path
+/// the commits between the snapshot's HEAD and HEAD's commit now changed.
+/// Ignored files are not looked at.
+std::vector<std::string> changed_since(repository& checkout,
+                                       const checkout_snapshot& before);
+
 /// Stages every change (additions, modifications, deletions; ignored files
 /// stay out) and commits it on the worktree's branch with `message`.
 /// Returns the new tip, or the unchanged tip when there was nothing to
@@ -115,6 +142,23 @@ std::string commit_paths(repository& repo,
                          const std::vector<std::string>& paths,
                          const std::string& message,
                          const signature& author = {});
+
+/// Commits exactly `paths` (repository-relative, as they are on disk; a
+/// path whose file is gone is committed as deleted) on top of HEAD, and
+/// updates only their index entries: whatever else is staged or changed
+/// stays out of the commit and as it was. For tasks run in place in the
+/// main checkout, committing just their scope. Returns the new tip, or
+/// the unchanged tip when nothing differs from HEAD. Throws on an unborn
+/// branch.
+std::string commit_only(repository& repo, const std::vector<std::string>& paths,
+                        const std::string& message,
+                        const signature& author = {});
+
+/// Marks the linked worktree at `path` as kept (worktree_info::kept): an
+/// attempt moved its HEAD, so what it holds is nobody's to reuse. The
+/// mark lives in the worktree's admin folder and lasts as long as it.
+/// False when no worktree is at `path`.
+bool keep_worktree(repository& repo, const std::filesystem::path& path);
 
 /// The linked worktrees of `repo` (not the main checkout).
 std::vector<worktree_info> list_worktrees(repository& repo);

@@ -38,6 +38,10 @@ struct parse_options {
   std::string parser_command;
   /// The parser command's working directory; empty = the current one.
   std::string working_directory;
+  /// The repository's top folder: scopes are resolved there through
+  /// symlinks (an escape or an alias of .git/.taskforce is an error, and
+  /// `files` holds where each entry physically lies). Empty = as written.
+  std::string repository;
   /// The parser command is killed (its whole process group) after this.
   int64_t parser_timeout_ms = 30000;
 };

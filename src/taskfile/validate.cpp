@@ -2,11 +2,13 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <unordered_map>
 
 #include "src/scope/glob.hpp"
 #include "src/scope/path.hpp"
+#include "src/scope/physical.hpp"
 #include "src/taskfile/raw_task.hpp"
 
 namespace taskforce::taskfile {
@@ -42,14 +44,27 @@ std::vector<std::string> split_list(const raw_field& field) {
   return items;
 }
 
-bool is_id(std::string_view s) {
+/// Why `s` cannot be a task id, or "" when it can. An id names the task's
+/// branch (`taskforce/<run>/<id>`), its worktree and its log folder, so it
+/// must be one valid component of a git ref (git check-ref-format) and a
+/// plain file name.
+std::string id_problem(std::string_view s) {
+  const char* rule = " (letters, digits, '-', '_' and '.', starting with a "
+                     "letter or digit, at most 64)";
   if (s.empty() || s.size() > 64
-      || !std::isalnum(static_cast<unsigned char>(s[0])))
-    return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'
-           || c == '.';
-  });
+      || !std::isalnum(static_cast<unsigned char>(s[0]))
+      || !std::all_of(s.begin(), s.end(), [](char c) {
+           return std::isalnum(static_cast<unsigned char>(c)) || c == '-'
+                  || c == '_' || c == '.';
+         }))
+    return std::string{"is not an id"} + rule;
+  if (s.find("..") != std::string_view::npos)
+    return "is not an id: git refuses \"..\" in a branch name";
+  if (s.back() == '.')
+    return "is not an id: git refuses a branch name ending in \".\"";
+  if (s.size() >= 5 && s.substr(s.size() - 5) == ".lock")
+    return "is not an id: git refuses a branch name ending in \".lock\"";
+  return "";
 }
 
 bool has_blank(std::string_view s) {
@@ -90,7 +105,7 @@ bool is_model(std::string_view s) {
          && s.find('#', hash + 1) == std::string_view::npos;
 }
 
-std::string quoted(std::string_view s) {
+std::string in_quotes(std::string_view s) {
   return "\"" + std::string{s} + "\"";
 }
 
@@ -230,6 +245,16 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
                                 const parse_options& opts,
                                 std::vector<parse_error>& errors) {
   std::vector<task_spec> tasks(raw.size());
+  // Scopes are judged where they lie on disk when the repository is known.
+  std::optional<scope::physical_root> disk;
+  if (!opts.repository.empty()) {
+    try {
+      disk.emplace(opts.repository);
+    } catch (const std::exception& e) {
+      errors.push_back({0, "cannot resolve the scopes in " + opts.repository
+                             + ": " + e.what()});
+    }
+  }
   // Ids first: deps refer to them.
   std::unordered_map<std::string, size_t> by_id;
   for (size_t i = 0; i < raw.size(); ++i) {
@@ -247,18 +272,19 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     if (auto found = r.fields.find("id"); found != r.fields.end()) {
       id_line = found->second.line;
       auto written = std::string{strip_backticks(found->second.text)};
-      if (!is_id(written))
-        errors.push_back({id_line, "id: " + quoted(written)
-                                     + " is not an id (letters, digits, '-', "
-                                       "'_' and '.', starting with a letter "
-                                       "or digit, at most 64)"});
+      if (auto why = id_problem(written); !why.empty())
+        errors.push_back({id_line, "id: " + in_quotes(written) + " " + why});
       else
         task.id = written;
+    } else if (auto why = id_problem(task.id); !why.empty()) {
+      // A heading number too long to name a branch.
+      errors.push_back(
+        {id_line, "the task's number " + in_quotes(task.id) + " " + why});
     }
     auto [at, fresh] = by_id.emplace(task.id, i);
     if (!fresh)
       errors.push_back(
-        {id_line, "duplicate id " + quoted(task.id) + " (first used on line "
+        {id_line, "duplicate id " + in_quotes(task.id) + " (first used on line "
                     + std::to_string(tasks[at->second].line) + ")"});
   }
   std::vector<std::vector<size_t>> edges(raw.size());
@@ -286,8 +312,16 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
         try {
           scope::glob check{normal.path};
         } catch (const std::invalid_argument& e) {
-          fail(f, "files: " + quoted(item) + ": " + e.what());
+          fail(f, "files: " + in_quotes(item) + ": " + e.what());
           continue;
+        }
+        if (disk) {
+          auto where = disk->resolve_entry(normal.path);
+          if (!where.error.empty()) {
+            fail(f, "files: " + where.error);
+            continue;
+          }
+          normal.path = std::move(where.path);
         }
         if (std::find(task.files.begin(), task.files.end(), normal.path)
             == task.files.end())
@@ -297,7 +331,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     if (auto f = field("locks")) {
       for (const auto& item : split_list(*f)) {
         if (has_blank(item))
-          fail(f, "locks: " + quoted(item)
+          fail(f, "locks: " + in_quotes(item)
                     + " is not a lock name (no blanks inside)");
         else if (std::find(task.locks.begin(), task.locks.end(), item)
                  == task.locks.end())
@@ -307,7 +341,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     if (auto f = field("priority")) {
       auto text = strip_backticks(f->text);
       if (!parse_integer(text, task.priority))
-        fail(f, "priority: " + quoted(text) + " is not an integer");
+        fail(f, "priority: " + in_quotes(text) + " is not an integer");
     }
     if (auto f = field("verify")) {
       auto text = strip_backticks(f->text);
@@ -324,14 +358,14 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     if (auto f = field("agent")) {
       auto text = strip_backticks(f->text);
       if (text.empty() || has_blank(text))
-        fail(f, "agent: " + quoted(text) + " is not an agent id (one word)");
+        fail(f, "agent: " + in_quotes(text) + " is not an agent id (one word)");
       else
         task.agent = std::string{text};
     }
     if (auto f = field("model")) {
       auto text = strip_backticks(f->text);
       if (!is_model(text))
-        fail(f, "model: " + quoted(text)
+        fail(f, "model: " + in_quotes(text)
                   + " is not provider/model or provider/model#variant");
       else
         task.model = std::string{text};
@@ -345,7 +379,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
       auto text = strip_backticks(f->text);
       int64_t ms = 0;
       if (!parse_duration(text, ms))
-        fail(f, "timeout: " + quoted(text)
+        fail(f, "timeout: " + in_quotes(text)
                   + " is not a duration (30s, 5m, 1h or milliseconds)");
       else
         task.timeout_ms = ms;
@@ -360,7 +394,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
           if (!parse_integer(item, number) || number < 1
               || static_cast<uint64_t>(number) > tasks.size() || item[0] == '+'
               || item[0] == '-') {
-            fail(f, "deps: unknown task " + quoted(item)
+            fail(f, "deps: unknown task " + in_quotes(item)
                       + " (neither an id nor an item number 1.."
                       + std::to_string(tasks.size()) + ")");
             continue;
@@ -368,7 +402,8 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
           target = static_cast<size_t>(number - 1);
         }
         if (target == i) {
-          fail(f, "deps: task " + quoted(task.id) + " cannot depend on itself");
+          fail(f,
+               "deps: task " + in_quotes(task.id) + " cannot depend on itself");
           continue;
         }
         if (std::find(edges[i].begin(), edges[i].end(), target)
@@ -406,7 +441,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     try {
       re = std::regex{pattern, std::regex::ECMAScript};
     } catch (const std::regex_error& e) {
-      errors.push_back({0, "run.holdPattern: " + quoted(pattern)
+      errors.push_back({0, "run.holdPattern: " + in_quotes(pattern)
                              + " is not a valid regex (" + e.what() + ")"});
       continue;
     }

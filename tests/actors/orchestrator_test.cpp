@@ -65,7 +65,8 @@ ledger_actor::behavior_type fake_ledger(std::shared_ptr<record> rec) {
 git_actor::behavior_type fake_git(std::shared_ptr<record> rec) {
   return {
     [](lease_atom, worktree_request&) { return worktree_lease{}; },
-    [](changed_atom, std::string&) { return std::vector<std::string>{}; },
+    [](snapshot_atom, std::string&) { return std::string{}; },
+    [](changed_atom, scope_request&) { return scope_report{}; },
     [rec](merge_atom, merge_request& r) {
       rec->merged.push_back(r.task_id);
       merge_outcome m;

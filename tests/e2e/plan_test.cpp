@@ -327,3 +327,37 @@ CAF_TEST(the config picks the headings format and sequential deps) {
   CAF_CHECK_EQUAL(checklist.status, 2);
   CAF_CHECK(checklist.err.find("no tasks found") != std::string::npos);
 }
+
+CAF_TEST(plan judges scopes where they lie through symlinks) {
+  repo_fixture repo;
+  auto root = repo.dir.path();
+  test::temp_dir elsewhere;
+  fs::create_directories(root / "src");
+  fs::create_symlink("src", root / "inlink");
+  fs::create_symlink(elsewhere.path(), root / "out");
+  fs::create_symlink(".git", root / "g");
+  repo.dir.write("bad.md", "- [ ] Escape\n  - files: out/pwn.txt\n"
+                           "- [ ] Hook\n  - files: g/hooks/pre-commit\n");
+  repo.dir.write("good.md", "- [ ] Direct\n  - files: src/a.txt\n"
+                            "- [ ] Aliased\n  - files: inlink/a.txt\n");
+  auto before = snapshot(root);
+  auto bad = taskforce_cli({"plan", "--json", "bad.md"}, root);
+  CAF_CHECK_EQUAL(bad.status, 2);
+  CAF_CHECK(bad.err.find("bad.md:2: files: \"out/pwn.txt\" leads through a "
+                         "symlink to ")
+            != std::string::npos);
+  CAF_CHECK(bad.err.find("outside the repository") != std::string::npos);
+  CAF_CHECK(bad.err.find("bad.md:4: files: \"g/hooks/pre-commit\"")
+            != std::string::npos);
+  auto errors = json::parse(bad.out)["errors"];
+  CAF_REQUIRE_EQUAL(errors.size(), 2u);
+  CAF_CHECK_EQUAL(errors[0]["line"], 2);
+  CAF_CHECK_EQUAL(errors[1]["line"], 4);
+  auto good = taskforce_cli({"plan", "--json", "good.md"}, root);
+  CAF_CHECK_EQUAL(good.status, 0);
+  auto plan = json::parse(good.out);
+  CAF_CHECK_EQUAL(plan["tasks"][1]["files"], json::parse(R"(["src/a.txt"])"));
+  CAF_CHECK_EQUAL(plan["conflicts"], json::parse(R"([["t1", "t2"]])"));
+  CAF_CHECK(snapshot(root) == before);
+  CAF_CHECK(fs::is_empty(elsewhere.path()));
+}

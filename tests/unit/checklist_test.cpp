@@ -323,3 +323,37 @@ CAF_TEST(markdown links and plain list items are not checkboxes) {
   CAF_REQUIRE(r.ok());
   CAF_CHECK_EQUAL(r.tasks.size(), 1u);
 }
+
+CAF_TEST(ids git cannot use in a branch name are refused at their line) {
+  auto r = read("- [ ] One\n  - id: a..b\n"
+                "- [ ] Two\n  - id: x.lock\n"
+                "- [ ] Three\n  - id: c.\n"
+                "- [ ] Four\n  - id: a/b\n"
+                "- [ ] Five\n  - id: v1.2-rc_3\n"
+                "- [ ] Six\n  - id: lock.x\n");
+  CAF_CHECK(has_error(r, 2, "\"..\""));
+  CAF_CHECK(has_error(r, 4, "\".lock\""));
+  CAF_CHECK(has_error(r, 6, "ending in \".\""));
+  CAF_CHECK(has_error(r, 8, "is not an id"));
+  CAF_CHECK_EQUAL(r.errors.size(), 4u);
+  CAF_CHECK(errors_of(r).find("10:") == std::string::npos);
+}
+
+CAF_TEST(default ids and heading numbers are valid ids) {
+  std::string many;
+  for (int i = 0; i < 120; ++i)
+    many += "- [ ] Task " + std::to_string(i) + "\n  - files: f"
+            + std::to_string(i) + "\n";
+  auto r = read(many);
+  CAF_REQUIRE(r.ok());
+  CAF_CHECK_EQUAL(r.tasks.back().id, "t120");
+  parse_options h;
+  h.format = "headings";
+  auto ok = parse("### 12. [ ] Twelve\n", "T.md", h);
+  CAF_REQUIRE(ok.ok());
+  CAF_CHECK_EQUAL(ok.tasks[0].id, "12");
+  // A number too long for a branch name is refused.
+  auto long_number = std::string(70, '9');
+  auto bad = parse("### " + long_number + ". [ ] Long\n", "T.md", h);
+  CAF_CHECK(has_error(bad, 1, "is not an id"));
+}
