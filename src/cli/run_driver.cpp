@@ -180,6 +180,18 @@ int drive_run(const drive_options& opts) {
   auto dir = state_dir(root);
   std::error_code ec;
   bool had_state = fs::exists(dir / store::ledger_file_name, ec);
+  // A damaged ledger is refused before anything on disk changes (it would
+  // forget the runs it holds). Other trouble (a journal that only a writer
+  // can roll back) is for the real open below.
+  if (had_state) {
+    try {
+      store::ledger::open(dir / store::ledger_file_name,
+                          store::ledger_options{true});
+    } catch (const store::ledger_error& e) {
+      if (e.code() == store::ledger_errc::schema)
+        throw;
+    }
+  }
 
   // A new run on a fresh repository: refuse bad input before creating
   // anything at all.
