@@ -242,7 +242,7 @@ private:
     ro.cwd = cwd_.string();
     ro.log_file = log.string();
     ro.append_log = append;
-    ro.timeout = std::chrono::milliseconds(timeout_ms);
+    ro.timeout = std::chrono::milliseconds(timeout_ms); // saturates in run()
     ro.cancel = job_.cancel;
     ro.env = {{"TASKFORCE_RUN", job_.run_id},
               {"TASKFORCE_TASK", job_.task.id},

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "src/proc/registry.hpp"
+#include "src/time/duration.hpp"
 
 namespace taskforce::proc {
 
@@ -279,11 +280,16 @@ int poll_timeout(
   for (auto& d : deadlines) {
     if (!d)
       continue;
-    auto ms = std::chrono::ceil<milliseconds>(*d - now).count();
-    int v = static_cast<int>(std::max<long long>(0, ms));
+    int v = poll_timeout_ms(*d - now);
     result = result < 0 ? v : std::min(result, v);
   }
   return result;
+}
+
+/// `from` + `span` milliseconds, at most the clock's last instant.
+clock_type::time_point deadline_after(clock_type::time_point from,
+                                      milliseconds span) {
+  return saturating_deadline<clock_type>(from, saturating_ms(span.count()));
 }
 
 /// Closes fds on scope exit.
@@ -436,7 +442,7 @@ run_result run(const run_options& opts) {
   output_sink sink{log_fd, opts.tail_bytes};
   std::optional<clock_type::time_point> timeout_at;
   if (opts.timeout.count() > 0)
-    timeout_at = started + opts.timeout;
+    timeout_at = deadline_after(started, opts.timeout);
   std::optional<clock_type::time_point> kill_at; // SIGKILL after SIGTERM
   bool term_sent = false;
   bool kill_sent = false;
@@ -445,7 +451,7 @@ run_result run(const run_options& opts) {
       return;
     term_sent = true;
     ::kill(-pgid, SIGTERM);
-    kill_at = now + opts.kill_grace;
+    kill_at = deadline_after(now, opts.kill_grace);
   };
   auto kill_now = [&] {
     if (kill_sent)

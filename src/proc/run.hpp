@@ -69,9 +69,10 @@ struct run_options {
   bool append_log = false;
   /// How much of the end of the output to keep in memory.
   size_t tail_bytes = 64 * 1024;
-  /// The wall-clock limit; zero = none.
+  /// The wall-clock limit; zero = none. However large, it is a limit that
+  /// far away (it saturates, never wraps).
   std::chrono::milliseconds timeout{0};
-  /// Between SIGTERM and SIGKILL on a timeout or cancel().
+  /// Between SIGTERM and SIGKILL on a timeout or cancel() (saturates too).
   std::chrono::milliseconds kill_grace{5000};
   /// Stops the run from another thread.
   cancel_handle cancel;
