@@ -23,6 +23,7 @@
 #include "src/cli/live_table.hpp"
 #include "src/git/git.hpp"
 #include "src/plan/graph.hpp"
+#include "src/proc/registry.hpp"
 #include "src/store/ledger.hpp"
 #include "src/store/run_lock.hpp"
 #include "src/taskfile/parse.hpp"
@@ -47,7 +48,7 @@ extern "C" void on_interrupt(int) {
   if (interrupts.fetch_add(1) >= 1) {
     // The second Ctrl-C: stop now. The ledger still says running; the next
     // start finds the attempts interrupted and resumes them.
-    kill_all_worker_groups();
+    proc::kill_all_running();
     const char msg[] = "\ntaskforce: stopped at once; run `taskforce resume` "
                        "to continue\n";
     auto n = ::write(2, msg, sizeof msg - 1);
@@ -215,8 +216,9 @@ int drive_run(const drive_options& opts) {
                       + "; two processes never drive a run at once");
   auto lock = std::move(std::get<store::run_lock>(lock_or_holder));
 
-  // Whatever a killed run left behind: its workers, then git's leftovers.
-  kill_stale_worker_groups(root);
+  // Whatever a killed run left behind: its workers (in their groups or out
+  // of them), then git's leftovers.
+  kill_leftover_workers(root);
   git::clear_stale_locks(repo);
   git::prune_worktrees(repo);
   git::empty_trash(repo);
