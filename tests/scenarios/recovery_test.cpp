@@ -168,6 +168,39 @@ CAF_TEST(
   orphans_outlive_no_recovery({"run", "TASKS.md"});
 }
 
+CAF_TEST(a second interrupt kills every worker at once wherever it went) {
+  scenario s;
+  auto flag = (s.dir.path() / "started").string();
+  s.tasks(std::string{"- [ ] Orphans\n  - files: out/a.txt\n  - run: "}
+          + orphan_makers + "if [ -e " + flag
+          + " ]; then mkdir -p out && echo done > out/a.txt; else touch " + flag
+          + "; sleep 1000; fi\n");
+  auto mark = "TFTEST_MARK=interrupted-" + std::to_string(::getpid());
+  auto driver = start_driver(s, {"run", "TASKS.md", "--plain"}, mark);
+  CAF_REQUIRE(eventually([&] {
+    return std::filesystem::exists(flag)
+           && processes_carrying(mark).size() >= 6; // driver, sh, 4 sleeps
+  }));
+  // Two in a row (two different signals, which never merge into one
+  // pending signal): the second stops everything before the pause can.
+  ::kill(driver.pid, SIGINT);
+  ::kill(driver.pid, SIGTERM);
+  auto st = proc::wait_for(driver.pid);
+  CAF_CHECK_EQUAL(st.code, 1);
+  CAF_CHECK_NOT_EQUAL(
+    read_file(s.dir.path() / "killed.log").find("stopped at once"),
+    std::string::npos);
+  // SIGKILLed, they go as soon as the scheduler lets them; nothing waits
+  // for a resume.
+  CAF_CHECK(eventually([&] {
+    return processes_carrying(mark).empty();
+  }));
+  CAF_CHECK_EQUAL(processes_carrying(mark), std::vector<pid_t>{});
+  // And the run is still recoverable.
+  CAF_CHECK_EQUAL(s.tf({"resume"}).code, 0);
+  CAF_CHECK_EQUAL(read_file(s.root / "out/a.txt"), "done\n");
+}
+
 CAF_TEST(a driver killed at random instants leaves nothing after recovery) {
   auto seed = kill_seed();
   auto rounds = kill_rounds();

@@ -159,7 +159,8 @@ CAF_TEST(a huge timeout is a limit far away and never fires at once) {
 }
 
 CAF_TEST(a huge grace lets a command finish its cleanup on the TERM signal) {
-  auto o = sh("trap 'echo cleaned up; exit 7' TERM; sleep 60 & wait");
+  auto o
+    = sh("trap 'sleep 0.3; echo cleaned up; exit 7' TERM; sleep 60 & wait");
   o.timeout = 200ms;
   o.kill_grace = std::chrono::milliseconds(9223372036855);
   auto r = run(o);
