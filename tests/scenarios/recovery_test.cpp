@@ -139,8 +139,11 @@ void orphans_outlive_no_recovery(const std::vector<std::string>& again) {
   CAF_CHECK_EQUAL(to_string(s.run().state), std::string{"completed"});
   CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
   CAF_CHECK_EQUAL(read_file(s.root / "out/a.txt"), "done\n");
-  // Nothing is left to find the next time either.
+  // Nothing is left to find the next time either: no process, no record.
   CAF_CHECK_EQUAL(processes_carrying(mark), std::vector<pid_t>{});
+  auto records = s.root / ".taskforce" / "procs";
+  CAF_CHECK(std::filesystem::is_directory(records));
+  CAF_CHECK(std::filesystem::is_empty(records));
 }
 
 /// TASKFORCE_SEED replays a run of the random kill loop; without it, each
