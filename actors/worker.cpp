@@ -1,10 +1,5 @@
 #include "actors/worker.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
-#include <atomic>
-
 #include <fstream>
 
 #include <caf/all.hpp>
@@ -22,70 +17,12 @@ namespace fs = std::filesystem;
 
 namespace taskforce {
 
-namespace {
-
-// The process groups of running commands, readable from a signal handler.
-constexpr size_t max_groups = 512;
-std::atomic<pid_t> running_groups[max_groups];
-
-// Also on disk, so the next process can kill what a SIGKILLed driver left
-// running (workers live in their own process groups).
-void write_group_file(const fs::path& dir, pid_t pgid, const std::string& run) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  std::ofstream out(dir / std::to_string(pgid));
-  out << run << '\n';
+fs::path worker_records(const fs::path& root) {
+  return root / ".taskforce" / "procs";
 }
 
-void remember_group(pid_t pgid) {
-  for (auto& slot : running_groups) {
-    pid_t empty = 0;
-    if (slot.compare_exchange_strong(empty, pgid))
-      return;
-  }
-}
-
-void forget_group(pid_t pgid) {
-  for (auto& slot : running_groups) {
-    pid_t expected = pgid;
-    if (slot.compare_exchange_strong(expected, 0))
-      return;
-  }
-}
-
-} // namespace
-
-void kill_all_worker_groups() noexcept {
-  for (auto& slot : running_groups) {
-    auto pgid = slot.load();
-    if (pgid > 0)
-      ::kill(-pgid, SIGKILL);
-  }
-}
-
-void kill_stale_worker_groups(const fs::path& root) {
-  auto dir = root / ".taskforce" / "pgids";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    return;
-  for (auto& e : fs::directory_iterator(dir, ec)) {
-    auto name = e.path().filename().string();
-    pid_t pgid = static_cast<pid_t>(std::atol(name.c_str()));
-    std::ifstream in(e.path());
-    std::string run;
-    std::getline(in, run);
-    if (pgid > 1 && !run.empty()) {
-      // A group ID is not reused while the group lives; a leader that is
-      // alive must carry the run's mark (its pid may belong to a newcomer).
-      std::ifstream env("/proc/" + name + "/environ", std::ios::binary);
-      std::string text((std::istreambuf_iterator<char>(env)),
-                       std::istreambuf_iterator<char>());
-      if (!env.is_open()
-          || text.find("TASKFORCE_RUN=" + run) != std::string::npos)
-        ::kill(-pgid, SIGKILL);
-    }
-    fs::remove(e.path(), ec);
-  }
+size_t kill_leftover_workers(const fs::path& root) {
+  return proc::recover_leftovers(worker_records(root).string());
 }
 
 backend_call backend_command(const worker_job& job, const backend_round& r) {
@@ -310,7 +247,7 @@ private:
     ro.cwd = cwd_.string();
     ro.log_file = log.string();
     ro.append_log = append;
-    ro.timeout = std::chrono::milliseconds(timeout_ms);
+    ro.timeout = std::chrono::milliseconds(timeout_ms); // saturates in run()
     ro.cancel = job_.cancel;
     ro.env = {{"TASKFORCE_RUN", job_.run_id},
               {"TASKFORCE_TASK", job_.task.id},
@@ -322,24 +259,10 @@ private:
       ro.env.emplace_back("TASKFORCE_GATE_FAILURE", tail_of(repair_note_, 4000));
     for (auto& kv : call.env)
       ro.env.push_back(std::move(kv));
-    pid_t started = -1;
-    auto group_dir = job_.root / ".taskforce" / "pgids";
-    ro.on_start = [&](pid_t pid) {
-      started = pid;
-      remember_group(pid);
-      write_group_file(group_dir, pid, job_.run_id);
-    };
-    struct forget {
-      pid_t& pid;
-      fs::path dir;
-      ~forget() {
-        if (pid > 0) {
-          forget_group(pid);
-          std::error_code ec;
-          fs::remove(dir / std::to_string(pid), ec);
-        }
-      }
-    } guard{started, group_dir};
+    // Recorded before it starts, so that the next driver finds what a crash
+    // of this one left running (kill_leftover_workers).
+    ro.label = job_.run_id + "/" + job_.task.id + "/";
+    ro.record_folder = worker_records(job_.root).string();
     return proc::run(ro);
   }
 

@@ -17,6 +17,7 @@
 //               +------------- repair (fail) ----------+--> failed
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -94,13 +95,14 @@ struct backend_round {
 /// when the backend cannot run the task.
 backend_call backend_command(const worker_job& job, const backend_round& r);
 
-/// Kills the process groups a killed driver of this repository left
-/// running (recorded in `.taskforce/pgids/`), if they still carry the
-/// run's mark. Call it holding the run lock.
-void kill_stale_worker_groups(const std::filesystem::path& root);
+/// Where the workers and gates of the repository at `root` are recorded
+/// while they run (`.taskforce/procs/`, see proc::run_options).
+std::filesystem::path worker_records(const std::filesystem::path& root);
 
-/// Kills (SIGKILL) every worker and gate process group still running in
-/// this process. Async-signal-safe: a second Ctrl-C calls it before _exit.
-void kill_all_worker_groups() noexcept;
+/// Kills whatever the workers and gates of a killed driver of this
+/// repository left running, in their groups or out of them, found by the
+/// marks recorded before they started. Returns how many processes it
+/// killed. Call it holding the run lock.
+size_t kill_leftover_workers(const std::filesystem::path& root);
 
 } // namespace taskforce

@@ -7,6 +7,7 @@
 #include <git2.h>
 
 #include "src/log/logging.hpp"
+#include "src/store/ledger.hpp"
 
 namespace fs = std::filesystem;
 
@@ -154,6 +155,10 @@ int main(int argc, char** argv) {
   } catch (const config_error& e) {
     std::cerr << "taskforce: " << e.what() << '\n';
     return exit_usage;
+  } catch (const store::ledger_error& e) {
+    // A ledger that is not one (or is too new) is the user's to fix.
+    std::cerr << "taskforce: " << e.what() << '\n';
+    return e.code() == store::ledger_errc::schema ? exit_usage : exit_failed;
   } catch (const std::invalid_argument& e) {
     std::cerr << "taskforce: " << e.what() << '\n';
     return exit_usage;

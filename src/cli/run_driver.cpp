@@ -23,6 +23,7 @@
 #include "src/cli/live_table.hpp"
 #include "src/git/git.hpp"
 #include "src/plan/graph.hpp"
+#include "src/proc/registry.hpp"
 #include "src/scope/coverage.hpp"
 #include "src/store/ledger.hpp"
 #include "src/store/run_lock.hpp"
@@ -48,7 +49,7 @@ extern "C" void on_interrupt(int) {
   if (interrupts.fetch_add(1) >= 1) {
     // The second Ctrl-C: stop now. The ledger still says running; the next
     // start finds the attempts interrupted and resumes them.
-    kill_all_worker_groups();
+    proc::kill_all_running();
     const char msg[] = "\ntaskforce: stopped at once; run `taskforce resume` "
                        "to continue\n";
     auto n = ::write(2, msg, sizeof msg - 1);
@@ -215,6 +216,18 @@ int drive_run(const drive_options& opts) {
   auto dir = state_dir(root);
   std::error_code ec;
   bool had_state = fs::exists(dir / store::ledger_file_name, ec);
+  // A damaged ledger is refused before anything on disk changes (it would
+  // forget the runs it holds). Other trouble (a journal that only a writer
+  // can roll back) is for the real open below.
+  if (had_state) {
+    try {
+      store::ledger::open(dir / store::ledger_file_name,
+                          store::ledger_options{true});
+    } catch (const store::ledger_error& e) {
+      if (e.code() == store::ledger_errc::schema)
+        throw;
+    }
+  }
 
   // A new run on a fresh repository: refuse bad input before creating
   // anything at all.
@@ -238,8 +251,9 @@ int drive_run(const drive_options& opts) {
                       + "; two processes never drive a run at once");
   auto lock = std::move(std::get<store::run_lock>(lock_or_holder));
 
-  // Whatever a killed run left behind: its workers, then git's leftovers.
-  kill_stale_worker_groups(root);
+  // Whatever a killed run left behind: its workers (in their groups or out
+  // of them), then git's leftovers.
+  kill_leftover_workers(root);
   git::clear_stale_locks(repo);
   git::prune_worktrees(repo);
   git::empty_trash(repo);

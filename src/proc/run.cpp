@@ -21,7 +21,9 @@
 #include <sstream>
 #include <thread>
 
+#include "src/proc/mark.hpp"
 #include "src/proc/registry.hpp"
+#include "src/time/duration.hpp"
 
 namespace taskforce::proc {
 
@@ -29,10 +31,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-/// The environment variable marking every process of one run, so that
-/// descendants which left the process group can still be found.
-constexpr const char* token_variable = "TASKFORCE_PROC_TOKEN";
 
 } // namespace
 
@@ -83,13 +81,6 @@ void become_subreaper() {
   std::call_once(once, [] {
     ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   });
-}
-
-/// The run's token: the caller's label (if any), then what makes it unique.
-std::string next_token(const std::string& label) {
-  static std::atomic<uint64_t> counter{0};
-  auto unique = std::to_string(::getpid()) + "-" + std::to_string(++counter);
-  return label.empty() ? unique : label + "#" + unique;
 }
 
 int open_pidfd(pid_t pid) {
@@ -165,30 +156,10 @@ std::vector<pid_t> direct_children() {
   return result;
 }
 
-bool has_token(pid_t pid, const std::string& entry) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/environ",
-                   std::ios::binary);
-  std::string var;
-  while (std::getline(in, var, '\0'))
-    if (var == entry)
-      return true;
-  return false;
-}
-
-bool is_zombie(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(in, line);
-  auto close = line.rfind(')');
-  return close != std::string::npos && close + 2 < line.size()
-         && line[close + 2] == 'Z';
-}
-
-/// Kills and reaps the children we adopted that carry the run's token, round
+/// Kills and reaps the children we adopted that carry the run's mark, round
 /// after round, since killing one orphans its own children to us. Adopted
 /// zombies are reaped too: nobody else will wait for them.
-void sweep_orphans(const std::string& token) {
-  std::string entry = std::string{token_variable} + "=" + token;
+void sweep_orphans(const env_pattern& marked) {
   for (int round = 0; round < 100; ++round) {
     std::vector<pid_t> mine;
     {
@@ -199,7 +170,7 @@ void sweep_orphans(const std::string& token) {
           continue;
         if (is_zombie(pid)) {
           ::waitpid(pid, nullptr, WNOHANG);
-        } else if (has_token(pid, entry)) {
+        } else if (environment_matches(pid, marked)) {
           ::kill(pid, SIGKILL);
           mine.push_back(pid);
         }
@@ -279,11 +250,16 @@ int poll_timeout(
   for (auto& d : deadlines) {
     if (!d)
       continue;
-    auto ms = std::chrono::ceil<milliseconds>(*d - now).count();
-    int v = static_cast<int>(std::max<long long>(0, ms));
+    int v = poll_timeout_ms(*d - now);
     result = result < 0 ? v : std::min(result, v);
   }
   return result;
+}
+
+/// `from` + `span` milliseconds, at most the clock's last instant.
+clock_type::time_point deadline_after(clock_type::time_point from,
+                                      milliseconds span) {
+  return saturating_deadline<clock_type>(from, saturating_ms(span.count()));
 }
 
 /// Closes fds on scope exit.
@@ -297,64 +273,6 @@ struct fds_closer {
 };
 
 } // namespace
-
-// --- leftovers ---------------------------------------------------------------
-
-size_t kill_leftovers(const std::string& label) {
-  if (label.empty())
-    return 0;
-  std::string prefix = std::string{token_variable} + "=" + label;
-  pid_t self = ::getpid();
-  auto scan = [&] {
-    std::vector<pid_t> found;
-    DIR* dir = ::opendir("/proc");
-    if (dir == nullptr)
-      return found;
-    while (auto* entry = ::readdir(dir)) {
-      char* end = nullptr;
-      long pid = std::strtol(entry->d_name, &end, 10);
-      if (*end != '\0' || pid <= 0 || pid == self)
-        continue;
-      std::ifstream in("/proc/" + std::string{entry->d_name} + "/environ",
-                       std::ios::binary);
-      std::string var;
-      while (std::getline(in, var, '\0'))
-        if (var.compare(0, prefix.size(), prefix) == 0) {
-          found.push_back(static_cast<pid_t>(pid));
-          break;
-        }
-    }
-    ::closedir(dir);
-    return found;
-  };
-  std::set<pid_t> killed;
-  auto give_up = clock_type::now() + std::chrono::seconds(5);
-  // A dying process stops showing its environment before it is a zombie,
-  // so the scan ends first; then each one is waited for until it is gone or
-  // a zombie (those we adopted are ours to reap; init reaps the others).
-  for (;;) {
-    auto found = scan();
-    if (found.empty() || clock_type::now() > give_up)
-      break;
-    for (pid_t pid : found)
-      if (::kill(pid, SIGKILL) == 0)
-        killed.insert(pid);
-    std::this_thread::sleep_for(milliseconds(2));
-  }
-  for (pid_t pid : killed) {
-    while (clock_type::now() < give_up) {
-      {
-        std::lock_guard<std::mutex> guard{registry_mutex()};
-        if (registered_children().count(pid) == 0)
-          ::waitpid(pid, nullptr, WNOHANG);
-      }
-      if (::kill(pid, 0) != 0 || is_zombie(pid))
-        break;
-      std::this_thread::sleep_for(milliseconds(1));
-    }
-  }
-  return killed.size();
-}
 
 // --- run ---------------------------------------------------------------------
 
@@ -406,29 +324,43 @@ run_result run(const run_options& opts) {
                         code);
     }
   }
-  std::string token = next_token(opts.label);
+  // In the registry (and its record on disk) before anything starts.
+  registered_group group{opts.record_folder, new_mark(opts.label)};
+  auto own_entry = std::string{mark_entry} + group.mark();
+  env_pattern marked{own_entry.c_str(), "", true};
   spawn_options so;
   so.argv = opts.argv;
   so.cwd = opts.cwd;
   so.env = opts.env;
-  so.env.emplace_back(token_variable, token);
   so.in
     = opts.stdin_file.empty() ? stdio::null() : stdio::file(opts.stdin_file);
   so.out = stdio::pipe();
   so.err = stdio::to_stdout();
-  child c = spawn(so);
+  child c = group.start(so);
   out_fd = c.stdout_fd;
   ::fcntl(out_fd, F_SETFL, ::fcntl(out_fd, F_GETFL) | O_NONBLOCK);
   result.pid = c.pid;
   pid_t pgid = c.pid;
+  // Whatever is left of the group goes, then the group leaves the table,
+  // then what left the group: nothing carrying the mark outlives the run
+  // (nor its record, removed when `group` goes).
+  auto clean_up = [&] {
+    ::kill(-pgid, SIGKILL);
+    group.forget_group();
+    forget_child(pgid);
+    clean_group(pgid);
+    sweep_orphans(marked);
+    // A marked process whose parent escaped the mark is nobody's orphan:
+    // found by a scan before the record goes.
+    if (!opts.record_folder.empty())
+      kill_marked(marked);
+  };
   if (opts.on_start) {
     try {
       opts.on_start(c.pid);
     } catch (...) {
       // Nobody will watch the command: stop it before reporting the error.
-      forget_child(pgid);
-      clean_group(pgid);
-      sweep_orphans(token);
+      clean_up();
       throw;
     }
   }
@@ -436,7 +368,7 @@ run_result run(const run_options& opts) {
   output_sink sink{log_fd, opts.tail_bytes};
   std::optional<clock_type::time_point> timeout_at;
   if (opts.timeout.count() > 0)
-    timeout_at = started + opts.timeout;
+    timeout_at = deadline_after(started, opts.timeout);
   std::optional<clock_type::time_point> kill_at; // SIGKILL after SIGTERM
   bool term_sent = false;
   bool kill_sent = false;
@@ -445,7 +377,7 @@ run_result run(const run_options& opts) {
       return;
     term_sent = true;
     ::kill(-pgid, SIGTERM);
-    kill_at = now + opts.kill_grace;
+    kill_at = deadline_after(now, opts.kill_grace);
   };
   auto kill_now = [&] {
     if (kill_sent)
@@ -513,13 +445,11 @@ run_result run(const run_options& opts) {
   }
   // The leader is a zombie: whatever is left of its group is killed now (a
   // finished command leaves nothing running), then everything reaped.
-  result.exit_code = status.code;
-  result.signal = status.signal;
   // Forgotten before it is reaped: a pid number cannot be reused while the
   // zombie holds it, so the registry never names somebody else's child.
-  forget_child(pgid);
-  clean_group(pgid);
-  sweep_orphans(token);
+  result.exit_code = status.code;
+  result.signal = status.signal;
+  clean_up();
   // Drain the output. Every writer is gone unless a descendant cleared its
   // environment and escaped; wait for such a one only briefly.
   if (out_fd >= 0) {

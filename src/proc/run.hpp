@@ -10,8 +10,10 @@
 // cancelled, whatever is left of its process group is killed, and
 // descendants that left the group (setsid, setpgid) or were orphaned are
 // found as children adopted by this process (it makes itself a child
-// subreaper) carrying the run's token in their environment, then killed and
-// reaped.
+// subreaper) carrying the run's mark in their environment (see mark.hpp),
+// then killed and reaped. Every run is in the registry (registry.hpp) from
+// before its start: a signal handler can kill them all, and with a record
+// folder the next process finds what a crash of this one left running.
 #pragma once
 
 #include <sys/types.h>
@@ -24,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "src/proc/registry.hpp"
 #include "src/proc/spawn.hpp"
 
 namespace taskforce::proc {
@@ -69,19 +72,24 @@ struct run_options {
   bool append_log = false;
   /// How much of the end of the output to keep in memory.
   size_t tail_bytes = 64 * 1024;
-  /// The wall-clock limit; zero = none.
+  /// The wall-clock limit; zero = none. However large, it is a limit that
+  /// far away (it saturates, never wraps).
   std::chrono::milliseconds timeout{0};
-  /// Between SIGTERM and SIGKILL on a timeout or cancel().
+  /// Between SIGTERM and SIGKILL on a timeout or cancel() (saturates too).
   std::chrono::milliseconds kill_grace{5000};
   /// Stops the run from another thread.
   cancel_handle cancel;
-  /// Called on the run's thread right after the start with the pid (= pgid),
-  /// e.g. to record it for recovery.
+  /// Called on the run's thread right after the start with the pid (= pgid).
   std::function<void(pid_t)> on_start;
-  /// A label carried by every process of the run (in the environment, with
-  /// a unique suffix), e.g. "<run>/<task>/". After a crash of this process,
-  /// kill_leftovers(label) finds what survived it.
+  /// The start of the mark every process of the run carries (in the
+  /// environment, with a unique suffix), e.g. "<run>/<task>/":
+  /// kill_leftovers(label) finds them.
   std::string label;
+  /// A folder where the run is recorded (written and synced before the
+  /// command starts, removed when its last process is gone), so that
+  /// recover_leftovers(record_folder) finds what survived a crash of this
+  /// process; empty = none.
+  std::string record_folder;
 };
 
 /// How a run ended.
@@ -110,14 +118,8 @@ struct run_result {
   std::string describe() const;
 };
 
-/// Kills (SIGKILL) every process of this user whose run label starts with
-/// `label_prefix` and waits until they are dead (at most 5 s): the workers
-/// a killed taskforce left behind in their own process groups, before their
-/// worktree is used again. Returns how many it killed; "" kills nothing.
-size_t kill_leftovers(const std::string& label_prefix);
-
 /// Runs `opts.argv` to completion. Throws spawn_error when it cannot start
-/// (missing program, bad directory, log file not writable).
+/// (missing program, bad directory, log file or record not writable).
 run_result run(const run_options& opts);
 
 } // namespace taskforce::proc

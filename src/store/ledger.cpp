@@ -1,9 +1,15 @@
 #include "src/store/ledger.hpp"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
+#include <iterator>
 #include <random>
 #include <unordered_map>
 #include <utility>
@@ -578,16 +584,156 @@ ledger::~ledger() {
     sqlite3_close_v2(db_);
 }
 
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The tables every ledger has (a database without them is another
+/// program's).
+constexpr const char* ledger_tables[] = {"runs", "tasks", "attempts", "events"};
+
+[[noreturn]] void not_a_ledger(const fs::path& path, const std::string& why) {
+  throw ledger_error(ledger_errc::schema,
+                     "the ledger " + path.string() + " " + why
+                       + "; it was left as it is: restore it, or move it "
+                         "away to start afresh (its runs are then forgotten)");
+}
+
+/// Refuses, before SQLite reads it, a file that cannot be a ledger: an
+/// empty one, or one without SQLite's header.
+void check_file(const fs::path& path) {
+  std::error_code ec;
+  auto size = fs::file_size(path, ec);
+  if (ec)
+    return; // not a regular file: SQLite says what is wrong with it
+  if (size == 0)
+    not_a_ledger(path, "is empty, not a taskforce ledger");
+  char magic[16] = {};
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr)
+    return; // unreadable: SQLite says so
+  auto got = std::fread(magic, 1, sizeof magic, f);
+  std::fclose(f);
+  if (got != sizeof magic || std::memcmp(magic, "SQLite format 3", 16) != 0)
+    not_a_ledger(path, "is not a taskforce ledger (not an SQLite database)");
+}
+
+/// The schema version of an existing database, refusing (before anything
+/// is written) one that is not a ledger or is newer than this taskforce.
+int64_t existing_version(sqlite3* db, const fs::path& path) {
+  int64_t version = 0;
+  int64_t tables = 0;
+  try {
+    version = pragma_int(db, "PRAGMA user_version");
+    std::string sql = "SELECT count(*) FROM sqlite_master WHERE type = "
+                      "'table' AND name IN (";
+    for (auto* t : ledger_tables)
+      sql += std::string{sql.back() == '(' ? "" : ", "} + "'" + t + "'";
+    sql += ")";
+    tables = pragma_int(db, sql.c_str());
+  } catch (const ledger_error& e) {
+    if (sqlite3_errcode(db) == SQLITE_NOTADB
+        || sqlite3_errcode(db) == SQLITE_CORRUPT)
+      not_a_ledger(path, std::string{"is not a taskforce ledger ("}
+                           + sqlite3_errmsg(db) + ")");
+    throw;
+  }
+  if (version > ledger_schema_version)
+    throw ledger_error(ledger_errc::schema,
+                       "the ledger " + path.string() + " has schema version "
+                         + std::to_string(version)
+                         + ", newer than this taskforce knows ("
+                         + std::to_string(ledger_schema_version) + ")");
+  if (version < 1 || tables != static_cast<int64_t>(std::size(ledger_tables)))
+    not_a_ledger(path, "is not a taskforce ledger (another program's "
+                       "database)");
+  return version;
+}
+
+void sync_folder(const fs::path& folder) {
+  int fd = ::open(folder.empty() ? "." : folder.c_str(),
+                  O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
+}
+
+/// Creates a ledger at `path`, complete or not at all: the schema is
+/// written under another name, then linked into place (never over a file
+/// that appeared there meanwhile). So an existing file at `path` is always
+/// a whole ledger, and anything else there is damage, never a start.
+void create_ledger(const fs::path& path) {
+  std::error_code ec;
+  if (path.has_parent_path())
+    fs::create_directories(path.parent_path(), ec);
+  auto temp = path;
+  temp += ".new-" + std::to_string(::getpid());
+  for (auto* suffix : {"", "-journal", "-wal", "-shm"})
+    fs::remove(temp.string() + suffix, ec);
+  sqlite3* db = nullptr;
+  auto rc = sqlite3_open_v2(
+    temp.c_str(), &db,
+    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr);
+  struct closer {
+    sqlite3*& db;
+    ~closer() {
+      if (db)
+        sqlite3_close_v2(db);
+    }
+  } close_db{db};
+  try {
+    if (rc != SQLITE_OK)
+      throw ledger_error(ledger_errc::sqlite,
+                         std::string{"cannot create it: "}
+                           + (db ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+    // Born in WAL mode: the switch would otherwise happen on the ledger
+    // itself, through a rollback journal that a kill can leave hot.
+    exec_script(db, "PRAGMA journal_mode = WAL", "switching to WAL");
+    exec_script(db, "PRAGMA synchronous = FULL", "setting synchronous");
+    transaction txn{db, true};
+    exec_script(db, schema_v1, "creating the ledger schema");
+    exec_script(
+      db,
+      ("PRAGMA user_version = " + std::to_string(ledger_schema_version))
+        .c_str(),
+      "setting the schema version");
+    txn.commit();
+    sqlite3_close_v2(db);
+    db = nullptr;
+    if (::link(temp.c_str(), path.c_str()) != 0 && errno != EEXIST) {
+      // A file system without hard links: a rename, unless the ledger
+      // appeared meanwhile.
+      int code = errno;
+      if (fs::exists(path, ec) || ::rename(temp.c_str(), path.c_str()) != 0)
+        throw ledger_error(ledger_errc::sqlite,
+                           std::string{"cannot create it: "}
+                             + std::strerror(code));
+    }
+  } catch (const ledger_error& e) {
+    fs::remove(temp, ec);
+    throw ledger_error(e.code(),
+                       "the ledger " + path.string() + ": " + e.what());
+  }
+  // The last connection's close checkpointed and removed the WAL.
+  fs::remove(temp, ec);
+  sync_folder(path.parent_path());
+}
+
+} // namespace
+
 ledger ledger::open(const std::filesystem::path& path,
                     const ledger_options& options) {
-  if (!options.read_only && path.has_parent_path()) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) {
+    if (!options.read_only)
+      create_ledger(path);
+  } else {
+    check_file(path);
   }
   int flags
     = SQLITE_OPEN_NOMUTEX
-      | (options.read_only ? SQLITE_OPEN_READONLY
-                           : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+      | (options.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE);
   sqlite3* db = nullptr;
   auto rc = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (rc != SQLITE_OK) {
@@ -600,43 +746,32 @@ ledger ledger::open(const std::filesystem::path& path,
   // From here on the ledger object owns the handle, also when we throw.
   ledger result{db, path};
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
+  // Read before anything is written: a file that is not a ledger stays as
+  // it is.
+  auto version = existing_version(db, path);
   exec_script(db, "PRAGMA foreign_keys = ON", "enabling foreign keys");
-  if (!options.read_only) {
-    // WAL persists in the file; readers in other processes never wait for
-    // the writer, and a writer never waits for readers.
-    exec_script(db, "PRAGMA journal_mode = WAL", "switching to WAL");
-    exec_script(db,
-                options.synchronous_full ? "PRAGMA synchronous = FULL"
-                                         : "PRAGMA synchronous = NORMAL",
-                "setting synchronous");
-    // The common case, an up-to-date ledger, takes no write lock: opening
-    // must not wait for a run that is writing.
-    if (pragma_int(db, "PRAGMA user_version") == ledger_schema_version)
-      return result;
-    transaction txn{db, true};
-    auto version = pragma_int(db, "PRAGMA user_version");
-    if (version > ledger_schema_version)
-      throw ledger_error(ledger_errc::schema,
-                         "the ledger " + path.string() + " has schema version "
-                           + std::to_string(version)
-                           + ", newer than this taskforce knows ("
-                           + std::to_string(ledger_schema_version) + ")");
-    exec_script(db, schema_v1, "creating the ledger schema");
-    if (version < ledger_schema_version)
-      exec_script(
-        db,
-        ("PRAGMA user_version = " + std::to_string(ledger_schema_version))
-          .c_str(),
-        "setting the schema version");
-    txn.commit();
-  } else {
-    auto version = pragma_int(db, "PRAGMA user_version");
-    if (version == 0 || version > ledger_schema_version)
-      throw ledger_error(ledger_errc::schema,
-                         "the ledger " + path.string() + " has schema version "
-                           + std::to_string(version) + "; this taskforce reads "
-                           + std::to_string(ledger_schema_version));
-  }
+  if (options.read_only)
+    return result;
+  // WAL persists in the file; readers in other processes never wait for
+  // the writer, and a writer never waits for readers.
+  exec_script(db, "PRAGMA journal_mode = WAL", "switching to WAL");
+  exec_script(db,
+              options.synchronous_full ? "PRAGMA synchronous = FULL"
+                                       : "PRAGMA synchronous = NORMAL",
+              "setting synchronous");
+  // The common case, an up-to-date ledger, takes no write lock: opening
+  // must not wait for a run that is writing.
+  if (version == ledger_schema_version)
+    return result;
+  // An older ledger (there is none yet: version 1 is the first) would be
+  // migrated here, in one transaction.
+  transaction txn{db, true};
+  exec_script(db, schema_v1, "creating the ledger schema");
+  exec_script(
+    db,
+    ("PRAGMA user_version = " + std::to_string(ledger_schema_version)).c_str(),
+    "setting the schema version");
+  txn.commit();
   return result;
 }
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
+#include <map>
 #include <random>
 #include <string>
 #include <thread>
@@ -12,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 #include <spawn.h>
+
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -258,6 +261,78 @@ CAF_TEST(a ledger from a newer taskforce is refused) {
     CAF_CHECK_EQUAL(e.code(), ledger_errc::schema);
     CAF_CHECK(std::string{e.what()}.find("99") != std::string::npos);
   }
+}
+
+CAF_TEST(an empty or foreign ledger file is refused and left as it was) {
+  // A file listing of a folder: names, sizes and contents.
+  auto snapshot = [](const std::filesystem::path& folder) {
+    std::map<std::string, std::string> files;
+    for (auto& e : std::filesystem::directory_iterator(folder))
+      files[e.path().filename().string()] = test::read_file(e.path());
+    return files;
+  };
+  auto place = dir.path() / "bad";
+  std::filesystem::create_directories(place);
+  auto bad = place / "ledger.sqlite";
+  // A foreign SQLite database, with and without a schema version.
+  auto foreign = dir.path() / "foreign.sqlite";
+  std::ofstream{foreign}.flush(); // raw_db does not create files
+  {
+    raw_db raw{foreign};
+    raw.exec("CREATE TABLE notes (x TEXT); INSERT INTO notes VALUES ('mine')");
+  }
+  auto foreign_text = test::read_file(foreign);
+  {
+    raw_db raw{foreign};
+    raw.exec("PRAGMA user_version = 1");
+  }
+  auto foreign_v1 = test::read_file(foreign);
+  struct sample {
+    const char* what;
+    std::string bytes;
+    const char* says;
+  };
+  std::vector<sample> samples{
+    {"empty", "", "is empty"},
+    {"text", "hello, not a database\n", "not a taskforce ledger"},
+    {"foreign", foreign_text, "not a taskforce ledger"},
+    {"foreign v1", foreign_v1, "not a taskforce ledger"},
+  };
+  for (auto& x : samples) {
+    CAF_MESSAGE(x.what);
+    {
+      std::ofstream out(bad, std::ios::binary | std::ios::trunc);
+      out << x.bytes;
+    }
+    auto before = snapshot(place);
+    for (bool read_only : {false, true}) {
+      try {
+        ledger::open(bad, ledger_options{read_only});
+        CAF_FAIL("opened a " << x.what << " file");
+      } catch (const ledger_error& e) {
+        std::string what = e.what();
+        CAF_CHECK_EQUAL(e.code(), ledger_errc::schema);
+        CAF_CHECK_NOT_EQUAL(what.find(bad.string()), std::string::npos);
+        CAF_CHECK_NOT_EQUAL(what.find(x.says), std::string::npos);
+      }
+      CAF_CHECK_EQUAL(snapshot(place), before);
+    }
+  }
+}
+
+CAF_TEST(a new ledger appears complete or not at all) {
+  auto fresh = dir.path() / "fresh" / "ledger.sqlite";
+  {
+    auto made = ledger::open(fresh);
+    made.create_run(sample_run("r1"), 1000);
+  }
+  // No half-made file is left behind under another name either.
+  std::vector<std::string> names;
+  for (auto& e : std::filesystem::directory_iterator(fresh.parent_path()))
+    names.push_back(e.path().filename().string());
+  CAF_CHECK_EQUAL(names, std::vector<std::string>{"ledger.sqlite"});
+  auto again = ledger::open(fresh, ledger_options{true});
+  CAF_CHECK(again.find_run("r1").has_value());
 }
 
 CAF_TEST(a read only open of a missing ledger says not found) {

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -141,6 +142,32 @@ CAF_TEST(a timeout ends a cooperative command with the TERM signal alone) {
   CAF_CHECK(r.timed_out);
   CAF_CHECK_EQUAL(r.signal, SIGTERM);
   CAF_CHECK_LESS(r.duration, 2000ms);
+}
+
+CAF_TEST(a huge timeout is a limit far away and never fires at once) {
+  // 9223372036855 ms is a valid safe integer whose nanoseconds overflow
+  // int64; 1e14 and the largest count wrap further.
+  for (int64_t ms : {int64_t{9223372036855}, int64_t{100000000000000},
+                     std::numeric_limits<int64_t>::max()}) {
+    auto o = sh("sleep 0.2; echo finished");
+    o.timeout = std::chrono::milliseconds(ms);
+    auto r = run(o);
+    CAF_CHECK(!r.timed_out);
+    CAF_CHECK(r.success());
+    CAF_CHECK_EQUAL(r.tail, "finished\n");
+  }
+}
+
+CAF_TEST(a huge grace lets a command finish its cleanup on the TERM signal) {
+  auto o
+    = sh("trap 'sleep 0.3; echo cleaned up; exit 7' TERM; sleep 60 & wait");
+  o.timeout = 200ms;
+  o.kill_grace = std::chrono::milliseconds(9223372036855);
+  auto r = run(o);
+  CAF_CHECK(r.timed_out);
+  CAF_CHECK_EQUAL(r.signal, 0);
+  CAF_CHECK_EQUAL(r.exit_code, 7);
+  CAF_CHECK_EQUAL(r.tail, "cleaned up\n");
 }
 
 CAF_TEST(descendants that left the group or were orphaned do not survive) {
