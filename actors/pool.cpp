@@ -6,6 +6,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "src/time/duration.hpp"
+
 namespace taskforce {
 
 // -- state --------------------------------------------------------------------
@@ -48,7 +50,7 @@ void pool_state::apply() {
                  f.holder, f.session, f.held_ms, core->config().max_hold_ms);
   for (auto& t : fx.arms)
     self->send(watchdog, arm_atom_v, t.id, t.generation,
-               caf::timespan{std::chrono::milliseconds{t.delay_ms}});
+               caf::timespan{saturating_ms(t.delay_ms)});
 }
 
 void pool_state::route(const pool_event& ev) {

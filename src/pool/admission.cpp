@@ -5,6 +5,8 @@
 #include <set>
 #include <unordered_set>
 
+#include "src/time/duration.hpp"
+
 namespace taskforce::pool {
 
 namespace {
@@ -385,8 +387,7 @@ void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
     scratch_.clear();
     ahead_.clear();
     for (auto h = queued_line_.head;
-         h != nullptr && h->since + cfg_.queue_timeout_ms <= now;
-         h = h->next[1]) {
+         h != nullptr && queue_deadline(*h) <= now; h = h->next[1]) {
       scratch_.push_back(h);
       ahead_.push_back(ahead_of(*h));
     }
@@ -394,7 +395,7 @@ void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
       time_out(*scratch_[i], ahead_[i], now);
   } else {
     while (running_line_.head != nullptr
-           && running_line_.head->since + cfg_.max_hold_ms <= now)
+           && hold_deadline(*running_line_.head) <= now)
       force_release(*running_line_.head, now);
   }
   ensure_timers(now);
@@ -606,15 +607,28 @@ void admission::force_release(holder& h, int64_t now) {
   erase_holder(h);
 }
 
+int64_t admission::queue_deadline(const holder& h) const {
+  if (cfg_.queue_timeout_ms <= 0)
+    return INT64_MAX;
+  return saturating_deadline_ms(h.since, cfg_.queue_timeout_ms);
+}
+
+int64_t admission::hold_deadline(const holder& h) const {
+  return saturating_deadline_ms(h.since, cfg_.max_hold_ms);
+}
+
+// A deadline of INT64_MAX is one no clock reaches: it needs no timer.
 void admission::ensure_timers(int64_t now) {
-  if (cfg_.queue_timeout_ms > 0 && queued_line_.head != nullptr) {
-    auto deadline = queued_line_.head->since + cfg_.queue_timeout_ms;
-    if (armed_generation_[0] == 0 || armed_deadline_[0] > deadline)
+  if (queued_line_.head != nullptr) {
+    auto deadline = queue_deadline(*queued_line_.head);
+    if (deadline < INT64_MAX
+        && (armed_generation_[0] == 0 || armed_deadline_[0] > deadline))
       arm(0, queue_timer, deadline, now);
   }
   if (running_line_.head != nullptr) {
-    auto deadline = running_line_.head->since + cfg_.max_hold_ms;
-    if (armed_generation_[1] == 0 || armed_deadline_[1] > deadline)
+    auto deadline = hold_deadline(*running_line_.head);
+    if (deadline < INT64_MAX
+        && (armed_generation_[1] == 0 || armed_deadline_[1] > deadline))
       arm(1, hold_timer, deadline, now);
   }
 }
@@ -623,7 +637,9 @@ void admission::arm(size_t index, uint64_t id, int64_t deadline, int64_t now) {
   auto generation = next_generation_++;
   armed_generation_[index] = generation;
   armed_deadline_[index] = deadline;
-  out_.arms.push_back({id, generation, std::max<int64_t>(0, deadline - now)});
+  // The clock counts from its epoch, so `now` is never negative and the
+  // difference cannot overflow.
+  out_.arms.push_back({id, generation, deadline > now ? deadline - now : 0});
 }
 
 pool_event& admission::event(pool_event_kind kind, const holder& h) {

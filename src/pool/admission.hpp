@@ -25,6 +25,8 @@
 // The machine therefore keeps at most one timer per kind, armed for the
 // oldest deadline and re-armed when it fires; a timer whose generation is not
 // the current one is stale and ignored. A busy pool costs no timer traffic.
+// Deadlines saturate: `now + limit` never wraps into the past, and a deadline
+// beyond the clock's range (INT64_MAX ms) arms no timer at all.
 #pragma once
 
 #include <cstdint>
@@ -277,6 +279,8 @@ private:
   void force_release(holder& h, int64_t now);
   void ensure_timers(int64_t now);
   void arm(size_t index, uint64_t id, int64_t deadline, int64_t now);
+  int64_t queue_deadline(const holder& h) const;
+  int64_t hold_deadline(const holder& h) const;
   bool wants_events(const holder& h) const {
     return h.listened || subscribers_ > 0;
   }

@@ -111,6 +111,14 @@ struct pool_fixture : test_coordinator_fixture<registered_config> {
     sched.run();
   }
 
+  /// Stops the running pool (and its watchdog) and starts a fresh one.
+  void restart(pool_config c) {
+    caf::anon_send_exit(pool, caf::exit_reason::kill);
+    caf::anon_send_exit(wd, caf::exit_reason::kill);
+    sched.run();
+    start(std::move(c));
+  }
+
   /// A request to the pool answered at once (never an acquire that queues).
   template <class T, class... Ts>
   T ask(Ts... xs) {

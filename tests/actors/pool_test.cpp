@@ -212,6 +212,43 @@ CAF_TEST(the watchdog timer of a released holder is stale and ignored) {
   CAF_CHECK(status().pools.empty());
 }
 
+CAF_TEST(limits too long for the clock never force a holder out or time a
+           waiter out) {
+  // 9223372036855 ms is a safe integer whose nanoseconds overflow int64;
+  // 2^53-1 is the longest the config allows.
+  for (int64_t limit : {int64_t{9223372036855}, (int64_t{1} << 53) - 1}) {
+    CAF_MESSAGE("limit " << limit << " ms");
+    auto cfg = with_parallel(1);
+    cfg.max_hold_ms = limit;
+    cfg.queue_timeout_ms = limit;
+    cfg.idle_memory_ms = limit;
+    restart(cfg);
+    auto c = connect();
+    acquire(c, "s", "holder");
+    acquire(c, "s", "waiter");
+    acquire(c, "t", "bg-call", bg);
+    CAF_CHECK(ask<names>(caf::idle_atom_v, std::string{"kid"}).empty());
+    for (int i = 0; i < 3; ++i)
+      advance(24h);
+    CAF_CHECK(c.log->of(pool_event_kind::force_released, "holder").empty());
+    CAF_CHECK(c.log->of(pool_event_kind::timed_out, "waiter").empty());
+    CAF_CHECK(c.log->errors.empty());
+    auto st = status();
+    CAF_REQUIRE_EQUAL(st.pools.size(), 2u);
+    CAF_REQUIRE_EQUAL(st.pools[0].running.size(), 1u);
+    CAF_CHECK_EQUAL(st.pools[0].running[0].holder, "holder");
+    CAF_CHECK_EQUAL(st.pools[0].running[0].held_ms, 72 * 3600 * 1000);
+    CAF_REQUIRE_EQUAL(st.pools[0].queued.size(), 1u);
+    CAF_CHECK_EQUAL(st.pools[0].queued[0].holder, "waiter");
+    // The idle of three days ago is still remembered.
+    CAF_CHECK(
+      ask<bool>(bind_atom_v, std::string{"bg-call"}, std::string{"kid"}));
+    // The permit still moves on by release.
+    CAF_CHECK(release("holder"));
+    CAF_CHECK(c.log->grants.count("waiter") == 1);
+  }
+}
+
 // -- bounded waits and cancellation ------------------------------------------
 
 CAF_TEST(a queue timeout takes the waiter out of the queue with a clear

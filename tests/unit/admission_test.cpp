@@ -522,6 +522,49 @@ CAF_TEST(a stale timer after a normal release changes nothing) {
   CAF_CHECK_EQUAL(d.forced.size(), 1u);
 }
 
+CAF_TEST(the longest limits a config allows never come due) {
+  auto cfg = config(1);
+  cfg.max_hold_ms = (int64_t{1} << 53) - 1;
+  cfg.queue_timeout_ms = (int64_t{1} << 53) - 1;
+  cfg.idle_memory_ms = (int64_t{1} << 53) - 1;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  d.acquire("t", "kid-call", bg);
+  d.idle("kid");
+  CAF_CHECK_EQUAL(d.timers.size(), 2u);
+  d.advance(1'000'000'000'000);
+  CAF_CHECK(d.forced.empty());
+  CAF_CHECK(d.failed.empty());
+  CAF_CHECK_EQUAL(d.core.running_count(), 2u);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 1u);
+  // The idle is still remembered.
+  CAF_CHECK(d.bind("kid-call", "kid"));
+}
+
+CAF_TEST(limits beyond the range of the clock arm no timer at all) {
+  // A pool_config built in code is not bound by the config file's 2^53-1:
+  // `now + limit` saturates instead of wrapping into the past, and a
+  // deadline no clock reaches needs no timer.
+  auto cfg = config(1);
+  cfg.max_hold_ms = INT64_MAX;
+  cfg.queue_timeout_ms = INT64_MAX;
+  cfg.idle_memory_ms = INT64_MAX;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  d.acquire("t", "kid-call", bg);
+  d.idle("kid");
+  CAF_CHECK(d.timers.empty());
+  d.advance(1'000'000'000'000);
+  CAF_CHECK(d.forced.empty());
+  CAF_CHECK(d.failed.empty());
+  CAF_CHECK_EQUAL(d.core.running_count(), 2u);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 1u);
+  CAF_CHECK(d.bind("kid-call", "kid"));
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
 CAF_TEST(a timer forced before its deadline counts as due at its deadline) {
   auto cfg = config(1);
   cfg.max_hold_ms = 1000;
