@@ -125,7 +125,7 @@ std::vector<std::string> admission::detach(uint64_t connection, int64_t now) {
       scratch_.push_back(h);
   auto victims = scratch_;
   for (auto h : victims) {
-    h->listened = false;
+    // Events still go out: a connection that closed its input may read on.
     result.push_back(*h->name);
     if (h->state == phase::queued)
       cancel(*h, release_reason::disconnected, now);
@@ -153,6 +153,8 @@ bool admission::is_subagent_tool(const std::string& tool) const {
 
 acquire_result admission::acquire(acquire_request&& req, int64_t now) {
   out_.clear();
+  if (stopped_)
+    return refuse(errc::shutting_down, "the pool is shutting down");
   acquire_result result;
   // Not a subagent call: answered at once, nothing counted or recorded.
   if (!req.tool.empty() && !is_subagent_tool(req.tool)) {
@@ -256,6 +258,8 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
 
 acquire_result admission::adopt(adopt_request&& req, int64_t now) {
   out_.clear();
+  if (stopped_)
+    return refuse(errc::shutting_down, "the pool is shutting down");
   if (req.holder.empty())
     return refuse(errc::bad_request, "adopt needs a non-empty holder");
   if (req.session.empty())
@@ -365,6 +369,26 @@ std::vector<std::string> admission::end(const std::string& session,
   return result;
 }
 
+std::vector<std::string> admission::stop(int64_t now) {
+  out_.clear();
+  std::vector<std::string> result;
+  if (stopped_)
+    return result;
+  stopped_ = true;
+  // Waits first, so the permits freed below go to nobody.
+  while (auto h = queued_line_.head) {
+    result.push_back(*h->name);
+    fail_wait(*h, errc::shutting_down,
+              "the pool is shutting down; holder " + quoted(*h->name)
+                + " never got a permit");
+  }
+  while (auto h = running_line_.head) {
+    result.push_back(*h->name);
+    finish(*h, release_reason::disconnected, now);
+  }
+  return result;
+}
+
 void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
   out_.clear();
   size_t index;
@@ -386,8 +410,8 @@ void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
     // give up at the same instant were still ahead of the later ones.
     scratch_.clear();
     ahead_.clear();
-    for (auto h = queued_line_.head;
-         h != nullptr && queue_deadline(*h) <= now; h = h->next[1]) {
+    for (auto h = queued_line_.head; h != nullptr && queue_deadline(*h) <= now;
+         h = h->next[1]) {
       scratch_.push_back(h);
       ahead_.push_back(ahead_of(*h));
     }
@@ -562,19 +586,23 @@ void admission::finish(holder& h, release_reason reason, int64_t now) {
   erase_holder(h);
 }
 
+// A wait that ends without a permit gets its error and no terminal event:
+// it never held anything to release.
 void admission::cancel(holder& h, release_reason reason, int64_t now) {
-  (void) now;
+  (void)now;
+  fail_wait(h, errc::cancelled,
+            "the wait of holder " + quoted(*h.name) + " in pool "
+              + quoted(*h.pool->key) + " was cancelled (" + to_string(reason)
+              + ")");
+}
+
+void admission::fail_wait(holder& h, errc code, std::string message) {
   auto& p = *h.pool;
   p.queue.erase(&h);
   --p.queue_size;
   queued_line_.erase(&h);
   --queued_size_;
-  out_.failures.push_back({h.ticket, errc::cancelled,
-                           "the wait of holder " + quoted(*h.name) + " in pool "
-                             + quoted(*p.key) + " was cancelled ("
-                             + to_string(reason) + ")"});
-  if (wants_events(h))
-    event(pool_event_kind::released, h).reason = reason;
+  out_.failures.push_back({h.ticket, code, std::move(message)});
   erase_holder(h);
 }
 

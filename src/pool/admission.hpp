@@ -13,12 +13,18 @@
 //            acquire (pool full)           permit handed over
 //   (new) ───────────────────────▶ queued ───────────────────▶ running
 //     │                              │                            │
-//     │ acquire / adopt / nested     │ release, end, detach:      │ release, idle, end,
-//     │ (permit free or lent)        │   cancelled                │ bind after idle,
-//     └──────────────────────────────┼──▶ running                 │ detach: released
-//                                    │ queueTimeoutMs:            │ maxHoldMs:
-//                                    ▼   timed_out                ▼   force_released
+//     │ acquire / adopt / nested     │ release, end, detach:      │ release,
+//     idle, end, │ (permit free or lent)        │   error cancelled          │
+//     bind after idle, └──────────────────────────────┼──▶ running │ detach,
+//     stop: released
+//                                    │ queueTimeoutMs: timed_out  │ maxHoldMs:
+//                                    │ stop: error shutting_down  │
+//                                    force_released ▼ ▼
 //                                 (gone)                       (gone)
+//
+// Terminal events: a holder that ran ends with exactly one `released` or
+// `force_released`. A wait that ends without a permit ends with the error
+// of its acquire (and `timed_out` when it timed out), never with `released`.
 //
 // Timers: every queued holder waits the same queueTimeoutMs and every running
 // holder may hold the same maxHoldMs, so deadlines come due in arrival order.
@@ -168,6 +174,12 @@ public:
   /// background holders it runs.
   std::vector<std::string> end(const std::string& session, int64_t now);
 
+  /// The server stops: fails every wait with errc::shutting_down, then
+  /// releases every holder (reason disconnected: the server closes every
+  /// connection). Later acquires and adopts fail with shutting_down. Answers
+  /// the holders it affected.
+  std::vector<std::string> stop(int64_t now);
+
   /// A timer is due. Stale generations are ignored.
   void expire(uint64_t timer, uint64_t generation, int64_t now);
 
@@ -276,6 +288,7 @@ private:
   void finish(holder& h, release_reason reason, int64_t now);
   void cancel(holder& h, release_reason reason, int64_t now);
   void time_out(holder& h, size_t ahead, int64_t now);
+  void fail_wait(holder& h, errc code, std::string message);
   void force_release(holder& h, int64_t now);
   void ensure_timers(int64_t now);
   void arm(size_t index, uint64_t id, int64_t deadline, int64_t now);
@@ -323,6 +336,8 @@ private:
   std::vector<holder*> scratch_;
   std::vector<size_t> ahead_;
   size_t subscribers_ = 0;
+  /// Set by stop(): nothing is granted any more.
+  bool stopped_ = false;
   /// Armed timers: [0] queue, [1] hold; generation 0 = none armed.
   uint64_t armed_generation_[2] = {0, 0};
   int64_t armed_deadline_[2] = {0, 0};

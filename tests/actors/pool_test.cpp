@@ -422,11 +422,13 @@ CAF_TEST(a connection that closes releases its permits and cancels its
   caf::anon_send_exit(c1.actor, caf::exit_reason::kill);
   sched.run();
   CAF_CHECK(c2.log->grants.count("d") == 1);
-  for (auto h : {"a", "b", "c"}) {
+  for (auto h : {"a", "b"}) {
     auto rel = c2.log->of(pool_event_kind::released, h);
     CAF_REQUIRE_EQUAL(rel.size(), 1u);
     CAF_CHECK_EQUAL(rel[0].reason, release_reason::disconnected);
   }
+  // c only waited: it never held a permit, so no terminal event.
+  CAF_CHECK(c2.log->of(pool_event_kind::released, "c").empty());
   auto st = status();
   CAF_REQUIRE_EQUAL(st.pools.size(), 1u);
   CAF_REQUIRE_EQUAL(st.pools[0].running.size(), 1u);
@@ -440,6 +442,13 @@ CAF_TEST(detach answers the holders it released) {
   acquire(c, "s", "b");
   CAF_CHECK(ask<names>(detach_atom_v, c.id) == (names{"b", "a"}));
   CAF_CHECK(c.log->error_of("b") == errc::cancelled);
+  // The closing connection still gets the end of what it held (a stdio
+  // harness reads its output after closing its input), and nothing for the
+  // wait that never got a permit.
+  auto rel = c.log->of(pool_event_kind::released, "a");
+  CAF_REQUIRE_EQUAL(rel.size(), 1u);
+  CAF_CHECK_EQUAL(rel[0].reason, release_reason::disconnected);
+  CAF_CHECK(c.log->of(pool_event_kind::released, "b").empty());
   CAF_CHECK(status().pools.empty());
   CAF_CHECK(ask<names>(detach_atom_v, c.id).empty());
 }
@@ -490,15 +499,53 @@ CAF_TEST(status lists each pool with running and queued holders) {
   CAF_CHECK(s2.running[0] == (running_entry{"x", "s2", fg, 0, false}));
 }
 
-CAF_TEST(a stopping pool fails its waiters with shutting_down) {
+CAF_TEST(a stopping pool releases its holders and fails its waiters) {
   start(with_parallel(1));
   auto c = connect();
+  auto watcher = connect(true);
   acquire(c, "s", "a");
   acquire(c, "s", "b");
+  acquire(c, "t", "kid", bg);
   caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
   sched.run();
+  // Every holder that held a permit gets exactly one terminal event, its
+  // connection and the subscriber alike; the wait gets only its error.
+  for (auto& log : {c.log, watcher.log}) {
+    for (auto h : {"a", "kid"}) {
+      auto rel = log->of(pool_event_kind::released, h);
+      CAF_REQUIRE_EQUAL(rel.size(), 1u);
+      CAF_CHECK_EQUAL(rel[0].reason, release_reason::disconnected);
+    }
+    CAF_CHECK(log->of(pool_event_kind::released, "b").empty());
+    CAF_CHECK(log->of(pool_event_kind::started, "b").empty());
+  }
   CAF_CHECK(c.log->error_of("b") == errc::shutting_down);
   pool = nullptr;
+}
+
+// -- order of started and the answer
+// -------------------------------------------
+
+CAF_TEST(started comes before the acquire answer for every kind of grant) {
+  start(with_parallel(1));
+  auto c = connect();
+  acquire(c, "s", "now");               // immediate
+  acquire(c, "s", "later");             // queued, granted after a release
+  acquire(c, "kid", "lent", fg, "now"); // borrows now's permit
+  release("lent");
+  release("now");
+  adopt(c, "other", "adopted", "kid-2"); // adopted
+  for (auto h : {"now", "later", "lent", "adopted"}) {
+    auto started = c.log->position(std::string{"started:"} + h);
+    auto answered = c.log->position(std::string{"answer:"} + h);
+    CAF_MESSAGE(h << ": started at " << started << ", answered at "
+                  << answered);
+    CAF_CHECK_GREATER_OR_EQUAL(started, 0);
+    CAF_CHECK_GREATER(answered, started);
+  }
+  // A queued acquire: queued, then started, then the answer.
+  CAF_CHECK_LESS(c.log->position("queued:later"),
+                 c.log->position("started:later"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
