@@ -18,6 +18,10 @@ constexpr size_t kept_idle_pools = 16;
 /// Spare holder nodes kept for reuse.
 constexpr size_t kept_spare_holders = 64;
 
+/// Child sessions whose idle is remembered at most; beyond, the oldest idle
+/// is forgotten early (its late bind then waits for the next release).
+constexpr size_t kept_idles = 16384;
+
 std::string quoted(const std::string& x) {
   std::string result;
   result.reserve(x.size() + 2);
@@ -330,11 +334,8 @@ bool admission::bind(const std::string& holder_name,
 std::vector<std::string> admission::idle(const std::string& session,
                                          int64_t now) {
   out_.clear();
-  if (cfg_.idle_memory_ms > 0) {
-    forget_old_idles(now);
-    idle_at_[session] = now;
-    idle_log_.emplace_back(now, session);
-  }
+  if (cfg_.idle_memory_ms > 0)
+    remember_idle(session, now);
   // Collect first: a permit handed over below must not be released by this
   // same idle even if its child session matches.
   collect(running_line_, session, false, true);
@@ -686,6 +687,35 @@ bool admission::idle_recently(const std::string& session, int64_t now) {
   forget_old_idles(now);
   auto i = idle_at_.find(session);
   return i != idle_at_.end() && now - i->second < cfg_.idle_memory_ms;
+}
+
+// However long idleMemoryMs is, the memory stays bounded: one live log entry
+// per session (a repeated idle makes the older entry stale, and stale
+// entries are compacted away once they outnumber the live ones) and at most
+// kept_idles sessions.
+void admission::remember_idle(const std::string& session, int64_t now) {
+  forget_old_idles(now);
+  auto& at = idle_at_[session];
+  if (at == now && !idle_log_.empty())
+    return; // the entry of this very instant is already logged
+  at = now;
+  idle_log_.emplace_back(now, session);
+  auto live = [this](const std::pair<int64_t, std::string>& entry) {
+    auto i = idle_at_.find(entry.second);
+    return i != idle_at_.end() && i->second == entry.first;
+  };
+  if (idle_log_.size() > 2 * idle_at_.size() + 64) {
+    std::deque<std::pair<int64_t, std::string>> kept;
+    for (auto& entry : idle_log_)
+      if (live(entry))
+        kept.push_back(std::move(entry));
+    idle_log_.swap(kept);
+  }
+  while (idle_at_.size() > kept_idles) {
+    if (live(idle_log_.front()))
+      idle_at_.erase(idle_log_.front().second);
+    idle_log_.pop_front();
+  }
 }
 
 void admission::forget_old_idles(int64_t now) {

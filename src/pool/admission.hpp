@@ -206,6 +206,11 @@ public:
     return queued_size_;
   }
 
+  /// Idle reports remembered for a late bind (log entries, stale included).
+  size_t remembered_idles() const {
+    return idle_log_.size();
+  }
+
   /// Permits in use in the pool `key` (0 for an unknown pool).
   uint64_t in_use(const std::string& key) const;
 
@@ -299,6 +304,7 @@ private:
   }
   pool_event& event(pool_event_kind kind, const holder& h);
   bool idle_recently(const std::string& session, int64_t now);
+  void remember_idle(const std::string& session, int64_t now);
   void forget_old_idles(int64_t now);
   size_t ahead_of(const holder& h) const;
   acquire_result refuse(errc code, std::string message);

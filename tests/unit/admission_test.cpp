@@ -368,6 +368,29 @@ CAF_TEST(bind after a recent idle releases at once) {
   CAF_CHECK(!d.bind("f", "kid3"));
 }
 
+CAF_TEST(idles are remembered in bounded memory however long idleMemoryMs is) {
+  auto cfg = config(2);
+  cfg.idle_memory_ms = (int64_t{1} << 53) - 1;
+  admission_driver d{cfg};
+  d.acquire("s", "b", bg);
+  // A harness reporting the same child idle again and again.
+  for (int i = 0; i < 100000; ++i) {
+    d.now += 1;
+    d.core.idle("kid", d.now);
+  }
+  CAF_CHECK_LESS(d.core.remembered_idles(), 200u);
+  // And many distinct children.
+  for (int i = 0; i < 100000; ++i) {
+    d.now += 1;
+    d.core.idle("child-" + std::to_string(i), d.now);
+  }
+  CAF_CHECK_LESS_OR_EQUAL(d.core.remembered_idles(), 2 * 16384u + 64u);
+  // The latest idles are still remembered.
+  CAF_CHECK(d.bind("b", "child-99999"));
+  d.acquire("s", "c", bg);
+  CAF_CHECK(!d.bind("c", "child-0"));
+}
+
 CAF_TEST(idleMemoryMs zero remembers no idle) {
   auto cfg = config(2);
   cfg.idle_memory_ms = 0;
