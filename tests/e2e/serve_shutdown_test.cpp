@@ -1,7 +1,6 @@
 // How holders end when a connection closes or `taskforce serve` stops: every
-// holder that held a permit gets exactly one terminal event, a wait that
-// never got a permit gets an error answer and no event (PROTOCOL.md
-// "Events").
+// holder that held a permit gets exactly one terminal event, and a wait that
+// never got a permit gets an error answer and no event.
 #define CAF_SUITE e2e.serve_shutdown
 #include <caf/test/unit_test.hpp>
 
