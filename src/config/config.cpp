@@ -650,7 +650,10 @@ std::string describe(const read_problem& p, const std::string& origin) {
       != section_names.end();
   if (!is_section && section != "$schema" && section != "//")
     return unknown_key_message(origin, section, section_names, "");
-  if (p.path.size() == 1 || !is_section)
+  if (!is_section) // a comment or the schema: anything valid goes
+    return origin + ": \"" + section + "\" holds " + what
+           + ", a number too large to read";
+  if (p.path.size() == 1)
     return origin + ": \"" + shortened(section)
            + "\" must be an object of settings, got " + what;
   auto& key = p.path[1];

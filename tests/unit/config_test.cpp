@@ -146,6 +146,8 @@ CAF_TEST(numbers beyond double name the key the value and the rule) {
                      "1e400"));
   CAF_CHECK(contains(refusal(R"({"pool": {"bogus": 1e400}})"),
                      "unknown key \"pool.bogus\""));
+  CAF_CHECK(
+    contains(refusal(R"({"//": [1e400]})"), "cfg.json: \"//\" holds 1e400"));
   CAF_CHECK(contains(refusal("1e400"), "cfg.json"));
   CAF_CHECK(contains(refusal("1e400"), "1e400"));
   // A very long number is shown shortened.
