@@ -43,10 +43,8 @@ const char* serve_help
     "  --join ADDR      serve the pool another process published at ADDR\n"
     "                   instead of a pool of its own: in global mode every\n"
     "                   harness of every joined process shares one bound.\n"
-    "  --config FILE    the config whose \"pool\" section sets the pool; a "
-    "bad\n"
-    "                   file exits 2 naming the key, the value and the "
-    "rule.\n\n"
+    "  --config FILE    the config whose \"pool\" section sets the pool; a bad\n"
+    "                   file exits 2 naming the key, the value and the rule.\n\n"
     "SIGINT or SIGTERM stops the server: every permit is released (each\n"
     "holder gets its released event, reason disconnected) and open requests\n"
     "fail with shutting_down.\n";
