@@ -155,6 +155,9 @@ caf::behavior relay(relay_ptr self, pool_actor pool) {
     },
     // -- shutdown ------------------------------------------------------------------
     [=](caf::close_atom) -> caf::result<bool> {
+      // The runtime is being destroyed: listeners may capture objects the
+      // harness destroyed before it, so the releases below reach none.
+      self->state.listeners.clear();
       auto rp = self->make_response_promise<bool>();
       self
         ->request(self->state.pool, std::chrono::seconds(5),

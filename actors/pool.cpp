@@ -6,6 +6,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "src/time/duration.hpp"
+
 namespace taskforce {
 
 // -- state --------------------------------------------------------------------
@@ -27,8 +29,14 @@ int64_t pool_state::now() const {
     .count();
 }
 
+// Events go out before answers, so a holder's `queued` and `started` always
+// reach its connection before its acquire's answer, whether granted at once
+// (the answer leaves when the handler returns), after a wait, lent or
+// adopted; and a timed-out wait's `timed_out` before its error.
 void pool_state::apply() {
   auto& fx = core->effects();
+  for (auto& ev : fx.events)
+    route(ev);
   for (auto& d : fx.grants)
     if (auto i = waiting.find(d.ticket); i != waiting.end()) {
       i->second.deliver(d.value);
@@ -39,8 +47,6 @@ void pool_state::apply() {
       i->second.deliver(caf::make_error(f.code, f.message));
       waiting.erase(i);
     }
-  for (auto& ev : fx.events)
-    route(ev);
   // A force-release means a holder leaked its permit: say so loudly.
   for (auto& f : fx.forced)
     spdlog::warn("pool: holder '{}' of session '{}' held its permit {} ms, "
@@ -48,7 +54,7 @@ void pool_state::apply() {
                  f.holder, f.session, f.held_ms, core->config().max_hold_ms);
   for (auto& t : fx.arms)
     self->send(watchdog, arm_atom_v, t.id, t.generation,
-               caf::timespan{std::chrono::milliseconds{t.delay_ms}});
+               caf::timespan{saturating_ms(t.delay_ms)});
 }
 
 void pool_state::route(const pool_event& ev) {
@@ -115,6 +121,19 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
       st.apply();
     }
   });
+  // Stopping (the server's shutdown): every holder that held a permit gets
+  // its `released` and every wait its shutting_down before the pool goes, so
+  // listeners see them before the pool's down message. A kill skips this;
+  // the state's destructor still fails the waits.
+  self->set_exit_handler([self](caf::exit_msg& msg) {
+    auto& st = self->state;
+    auto affected = st.core->stop(st.now());
+    if (!affected.empty())
+      spdlog::info("pool stopping: released or cancelled {} holder(s)",
+                   affected.size());
+    st.apply();
+    self->quit(msg.reason);
+  });
   return {
     // -- admission (the hot pair first: handlers are tried in order) -----------
     [self](acquire_atom, acquire_request& req) -> caf::result<grant> {
@@ -176,9 +195,10 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
     },
     [self](detach_atom, uint64_t conn) {
       auto& st = self->state;
-      st.forget(conn);
+      // The connection still gets the end of what it held, then is forgotten.
       auto affected = st.core->detach(conn, st.now());
       st.apply();
+      st.forget(conn);
       return affected;
     },
     // -- timers -----------------------------------------------------------------

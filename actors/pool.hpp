@@ -11,9 +11,14 @@
 // - time: the core reads the actor clock in milliseconds; its timers go to a
 //   watchdog, whose expiries come back as (expired_atom, id, generation);
 // - a warning log on every force-release (maxHoldMs);
-// - shutdown: when the pool exits, every pending acquire fails with
-//   errc::shutting_down and a watchdog it spawned exits with it, so the actor
-//   system's destructor never waits on a stored promise.
+// - order: a holder's events reach its connection before its acquire's
+//   answer (`queued`, then `started`, then the answer), for every kind of
+//   grant: immediate, after a wait, lent or adopted;
+// - shutdown: an exit message (other than kill) stops the core first: every
+//   holder that held a permit gets `released` (reason disconnected) and every
+//   pending acquire fails with errc::shutting_down, then the pool quits. A
+//   watchdog it spawned exits with it, so the actor system's destructor never
+//   waits on a stored promise.
 //
 //   acquire ──▶ core ──granted──▶ reply now
 //                 │ queued
@@ -30,9 +35,9 @@
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/watchdog.hpp"
 #include "messages/interfaces.hpp"
 #include "src/config/config.hpp"
-#include "actors/watchdog.hpp"
 #include "src/pool/admission.hpp"
 
 namespace taskforce {
@@ -49,8 +54,8 @@ struct pool_state {
   /// The actor clock in milliseconds (the test clock in DSL suites).
   int64_t now() const;
 
-  /// Delivers the core's last effects: grants, errors, events, warnings and
-  /// timers.
+  /// Delivers the core's last effects: events, then grants and errors,
+  /// warnings and timers.
   void apply();
 
   /// Sends one event to its connection's listener and every other

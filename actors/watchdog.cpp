@@ -4,6 +4,8 @@
 
 #include <caf/all.hpp>
 
+#include "src/time/duration.hpp"
+
 namespace taskforce {
 
 watchdog_actor::behavior_type
@@ -40,7 +42,11 @@ watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
       }
       st.armed.emplace(serial,
                        watchdog_state::timer{std::move(owner), id, generation});
-      self->delayed_send(self, delay, expired_atom_v, serial);
+      // `now + delay` saturates: a delay past the clock's range never fires
+      // instead of wrapping into the past and firing at once.
+      auto due
+        = saturating_deadline<caf::actor_clock>(self->clock().now(), delay);
+      self->scheduled_send(self, due, expired_atom_v, serial);
     },
     [self](disarm_atom, uint64_t id) {
       auto& st = self->state;

@@ -6,7 +6,9 @@
 // cancelled, so each armed timer has its own serial and a delayed message
 // whose serial is no longer armed is ignored. Owners check the generation
 // too, so a late expiry can never act on a newer state. The watchdog monitors
-// its owners and drops the timers of one that exits.
+// its owners and drops the timers of one that exits. A delay longer than the
+// clock can count saturates at the clock's end: it never fires, instead of
+// wrapping into the past and firing at once.
 //
 //   arm(id) ──▶ armed(serial) ──delay──▶ (expired, id, generation) to owner
 //                  │  re-arm / disarm

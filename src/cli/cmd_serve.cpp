@@ -45,8 +45,9 @@ const char* serve_help
     "                   harness of every joined process shares one bound.\n"
     "  --config FILE    the config whose \"pool\" section sets the pool; a bad\n"
     "                   file exits 2 naming the key, the value and the rule.\n\n"
-    "SIGINT or SIGTERM stops the server: open requests fail with\n"
-    "shutting_down and every permit is released.\n";
+    "SIGINT or SIGTERM stops the server: every permit is released (each\n"
+    "holder gets its released event, reason disconnected) and open requests\n"
+    "fail with shutting_down.\n";
 
 namespace {
 
@@ -145,12 +146,16 @@ int serve_stdio(caf::actor_system& sys, pool_actor pool, bool owned,
   bool signalled = wait_for(self, bridge, signals);
   if (signalled) {
     spdlog::info("stopping on signal");
-    // Stop reading; the pool's exit fails open requests and ends the bridge.
+    // Stop reading. An owned pool stops: it sends every holder its
+    // `released` (disconnected) and fails every wait with shutting_down,
+    // then goes down, which ends the bridge. A joined pool lives on in its
+    // own process: the bridge closes as at end of input, so the pool
+    // releases what it holds there (the same events) and cancels its waits.
     [[maybe_unused]] auto n = ::write(wake[1], "x", 1);
     if (owned)
       self->send_exit(pool, caf::exit_reason::user_shutdown);
-    else // The pool detaches the bridge when it goes down.
-      self->send_exit(bridge, caf::exit_reason::user_shutdown);
+    else
+      self->send(bridge, caf::close_atom_v);
     wait_down(self, bridge, std::chrono::milliseconds(2000));
   }
   wait_down(self, writer, std::chrono::milliseconds(2000));

@@ -5,11 +5,14 @@
 #include <cmath>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "src/net/listen_address.hpp"
 #include "src/text/edit_distance.hpp"
 #include "src/text/file.hpp"
 
@@ -20,6 +23,238 @@ namespace {
 using json = nlohmann::json;
 
 constexpr int64_t max_safe_integer = (int64_t{1} << 53) - 1;
+
+/// Containers nest at most this deep; taskforce.json needs three levels.
+constexpr size_t max_depth = 32;
+
+/// The longest value text an error message shows.
+constexpr size_t shown_chars = 60;
+
+/// `text` made fit for a one-line message: bytes outside printable ASCII as
+/// \xNN, at most `limit` characters of it.
+std::string shortened(const std::string& text, size_t limit = shown_chars) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string result;
+  for (unsigned char c : text) {
+    if (result.size() >= limit) {
+      result += "...";
+      break;
+    }
+    if (c >= 0x20 && c < 0x7f) {
+      result += static_cast<char>(c);
+    } else {
+      result += "\\x";
+      result += hex[c >> 4];
+      result += hex[c & 0xf];
+    }
+  }
+  return result;
+}
+
+/// A parsed value as a message shows it: compact and bounded.
+std::string shown(const json& value) {
+  return shortened(value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
+/// Whether the JSON number `text` has no fractional part, exactly as written
+/// (`1e-400` and `2.0000000000000001` do, though a double rounds them to an
+/// integer).
+bool integral_text(const std::string& text) {
+  std::string digits;
+  size_t i = 0;
+  if (i < text.size() && text[i] == '-')
+    ++i;
+  long long point = 0;
+  for (; i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+       ++i, ++point)
+    digits += text[i];
+  if (i < text.size() && text[i] == '.')
+    for (++i;
+         i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]));
+         ++i)
+      digits += text[i];
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    bool negative = i < text.size() && text[i] == '-';
+    if (i < text.size() && (text[i] == '-' || text[i] == '+'))
+      ++i;
+    long long exponent = 0;
+    for (; i < text.size(); ++i)
+      exponent
+        = std::min<long long>(exponent * 10 + (text[i] - '0'), 1'000'000'000);
+    point += negative ? -exponent : exponent;
+  }
+  // Every digit right of the decimal point must be zero.
+  for (auto k = static_cast<size_t>(std::max<long long>(point, 0));
+       k < digits.size(); ++k)
+    if (digits[k] != '0')
+      return false;
+  return true;
+}
+
+/// What stopped the reading of a file, and where.
+struct read_problem {
+  enum kind_t { none, syntax, overflow, too_deep, duplicate };
+  kind_t kind = none;
+  /// The keys whose value was being read, outermost first.
+  std::vector<std::string> path;
+  /// overflow: the number as written; duplicate: the repeated key.
+  std::string token;
+  /// syntax: the parser's description, with line and column.
+  std::string detail;
+  /// Whether it happened inside the value of the innermost key of `path`
+  /// (in an array or object there), not at the value itself.
+  bool inside = false;
+};
+
+/// Builds the document from the parser's events, like the library's own
+/// DOM builder, but keeps what a clear message needs: the key being read
+/// when something goes wrong, numbers as written, a bound on nesting, and
+/// no duplicate keys. Never throws.
+class config_reader : public json::json_sax_t {
+ public:
+  /// The document read so far.
+  json root;
+  /// Why reading stopped, if it did.
+  read_problem problem;
+  /// Numbers written with a fraction or an exponent, by "section.key", as
+  /// written.
+  std::map<std::string, std::string> written;
+
+  bool null() override {
+    return put(nullptr);
+  }
+  bool boolean(bool x) override {
+    return put(x);
+  }
+  bool number_integer(number_integer_t x) override {
+    return put(x);
+  }
+  bool number_unsigned(number_unsigned_t x) override {
+    return put(x);
+  }
+  bool number_float(number_float_t x, const string_t& text) override {
+    auto path = open_path();
+    if (path.size() == 2)
+      written[path[0] + "." + path[1]] = text;
+    // A fraction the double lost (1e-400 is not 0) must not pass as an
+    // integer: NaN is refused by every rule.
+    if (std::trunc(x) == x && !integral_text(text))
+      x = std::numeric_limits<double>::quiet_NaN();
+    return put(x);
+  }
+  bool string(string_t& x) override {
+    return put(std::move(x));
+  }
+  bool binary(binary_t& x) override {
+    return put(std::move(x));
+  }
+  bool start_object(std::size_t) override {
+    return open(json::object());
+  }
+  bool key(string_t& k) override {
+    auto& top = frames_.back();
+    if (top.value->contains(k)) {
+      top.key = k;
+      top.key_open = false;
+      stop(read_problem::duplicate);
+      problem.token = k;
+      return false;
+    }
+    top.key = std::move(k);
+    top.key_open = true;
+    return true;
+  }
+  bool end_object() override {
+    return close();
+  }
+  bool start_array(std::size_t) override {
+    return open(json::array());
+  }
+  bool end_array() override {
+    return close();
+  }
+  bool parse_error(std::size_t, const std::string& last_token,
+                   const nlohmann::detail::exception& e) override {
+    // 406: a number beyond the range of a double (1e400).
+    if (e.id == 406) {
+      stop(read_problem::overflow);
+      problem.token = last_token;
+    } else {
+      stop(read_problem::syntax);
+      std::string text = e.what();
+      if (auto at = text.find("parse error at "); at != std::string::npos)
+        text = text.substr(at + 15);
+      else if (auto bracket = text.find("] "); bracket != std::string::npos)
+        text = text.substr(bracket + 2);
+      problem.detail = text;
+    }
+    return false;
+  }
+
+ private:
+  struct frame {
+    json* value = nullptr;
+    std::string key;
+    /// The key's value is being read.
+    bool key_open = false;
+  };
+
+  /// The keys whose values are being read, outermost first.
+  std::vector<std::string> open_path() const {
+    std::vector<std::string> result;
+    for (auto& f : frames_) {
+      if (!f.value->is_object() || !f.key_open)
+        break;
+      result.push_back(f.key);
+    }
+    return result;
+  }
+
+  void stop(read_problem::kind_t kind) {
+    problem.kind = kind;
+    problem.path = open_path();
+    problem.inside = frames_.size() > problem.path.size();
+  }
+
+  /// Where the next value goes.
+  json* slot() {
+    if (frames_.empty())
+      return &root;
+    auto& top = frames_.back();
+    if (top.value->is_object())
+      return &(*top.value)[top.key];
+    top.value->push_back(nullptr);
+    return &top.value->back();
+  }
+
+  bool put(json&& x) {
+    *slot() = std::move(x);
+    if (!frames_.empty())
+      frames_.back().key_open = false;
+    return true;
+  }
+
+  bool open(json&& container) {
+    if (frames_.size() >= max_depth) {
+      stop(read_problem::too_deep);
+      return false;
+    }
+    auto target = slot();
+    *target = std::move(container);
+    frames_.push_back(frame{target, {}, false});
+    return true;
+  }
+
+  bool close() {
+    frames_.pop_back();
+    if (!frames_.empty())
+      frames_.back().key_open = false;
+    return true;
+  }
+
+  std::vector<frame> frames_;
+};
 
 /// A violated rule; the caller adds the file and the key.
 struct rule_violation {
@@ -158,19 +393,27 @@ setter strings(std::vector<std::string>& out, bool need_one,
   };
 }
 
+/// The longest regular expression accepted: std::regex compiles (and
+/// matches) recursively, and a pattern of 100,000 characters overflowed the
+/// stack.
+constexpr size_t max_regex_chars = 1000;
+
 setter regexes(std::vector<std::string>& out) {
   return [&out](const json& value) {
-    std::string rule = "a list of regular expressions (ECMAScript syntax)";
+    std::string rule = "a list of regular expressions (ECMAScript syntax, "
+                       "at most "
+                       + std::to_string(max_regex_chars) + " characters each)";
     if (!value.is_array())
       throw rule_violation{rule};
     std::vector<std::string> result;
     for (const auto& item : value) {
-      if (!item.is_string() || item.get<std::string>().empty())
+      if (!item.is_string() || item.get<std::string>().empty()
+          || item.get<std::string>().size() > max_regex_chars)
         throw rule_violation{rule};
       try {
         std::regex check(item.get<std::string>());
       } catch (const std::regex_error& e) {
-        throw rule_violation{rule + "; " + item.dump() + " does not compile ("
+        throw rule_violation{rule + "; " + shown(item) + " does not compile ("
                              + e.what() + ")"};
       }
       result.push_back(item.get<std::string>());
@@ -240,9 +483,21 @@ std::vector<key_rule> run_rules(run_config& c) {
   };
 }
 
+setter listen_address_text(std::string& out) {
+  return [&out](const json& value) {
+    std::string rule = "an address " + std::string{listen_address_forms};
+    if (!value.is_string())
+      throw rule_violation{rule};
+    auto text = value.get<std::string>();
+    if (auto why = listen_address_problem(text); !why.empty())
+      throw rule_violation{rule + " (" + why + ")"};
+    out = text;
+  };
+}
+
 std::vector<key_rule> server_rules(server_config& c) {
   return {
-    {"listen", text(c.listen)},
+    {"listen", listen_address_text(c.listen)},
   };
 }
 
@@ -274,12 +529,21 @@ std::string unknown_key_message(const std::string& origin,
   return message;
 }
 
+/// How a message shows the value of `name` ("section.key"): as written when
+/// it is a number with a fraction or exponent, else its compact JSON.
+std::string shown_value(const std::map<std::string, std::string>& written,
+                        const std::string& name, const json& value) {
+  auto i = written.find(name);
+  return i != written.end() ? shortened(i->second) : shown(value);
+}
+
 void apply_section(const json& section, const std::string& section_name,
-                   std::vector<key_rule> rules, const std::string& origin) {
+                   std::vector<key_rule> rules, const std::string& origin,
+                   const std::map<std::string, std::string>& written) {
   if (!section.is_object())
     throw config_error(origin + ": \"" + section_name
                        + "\" must be an object of settings, got "
-                       + section.dump());
+                       + shown(section));
   auto known = names_of(rules);
   for (const auto& [key, value] : section.items()) {
     auto rule = std::find_if(rules.begin(), rules.end(),
@@ -290,11 +554,119 @@ void apply_section(const json& section, const std::string& section_name,
     try {
       rule->apply(value);
     } catch (const rule_violation& violation) {
-      throw config_error(origin + ": " + section_name + "." + key + " = "
-                         + value.dump() + " is refused: must be "
-                         + violation.rule);
+      auto name = section_name + "." + key;
+      throw config_error(origin + ": " + name + " = "
+                         + shown_value(written, name, value)
+                         + " is refused: must be " + violation.rule);
     }
   }
+}
+
+const std::vector<std::string> section_names{"pool", "run", "server"};
+
+/// The rules of a section, bound to a scratch config; empty if unknown.
+std::vector<key_rule> rules_of(const std::string& section, config& scratch) {
+  if (section == "pool")
+    return pool_rules(scratch.pool);
+  if (section == "run")
+    return run_rules(scratch.run);
+  if (section == "server")
+    return server_rules(scratch.server);
+  return {};
+}
+
+/// The rule of `section.key` as a refusal states it, found by offering the
+/// rule `probe` (a value every rule refuses); empty if there is none.
+std::string rule_text(const std::string& section, const std::string& key,
+                      const json& probe) {
+  config scratch;
+  for (auto& rule : rules_of(section, scratch)) {
+    if (rule.name != key)
+      continue;
+    try {
+      rule.apply(probe);
+    } catch (const rule_violation& violation) {
+      return violation.rule;
+    }
+  }
+  return {};
+}
+
+/// The message for a file whose reading stopped at `p`: the key and its
+/// rule where a key was being read, else the place in the file.
+std::string describe(const read_problem& p, const std::string& origin) {
+  auto where = [&] {
+    std::string result;
+    for (auto& key : p.path)
+      result += (result.empty() ? "" : ".") + key;
+    return result;
+  }();
+  std::string what;
+  json probe;
+  switch (p.kind) {
+    case read_problem::overflow:
+      what = shortened(p.token);
+      probe = std::numeric_limits<double>::infinity();
+      break;
+    case read_problem::too_deep:
+      what = "(a value nested deeper than " + std::to_string(max_depth)
+             + " levels)";
+      probe = json::array({json::array()});
+      break;
+    case read_problem::duplicate: {
+      auto name = where.empty() ? p.token : where + "." + p.token;
+      return origin + ": key \"" + shortened(name)
+             + "\" appears twice; each key may be set once";
+    }
+    default: {
+      // "line L, column C: syntax error while parsing value - invalid
+      // string: ...; last read: '...'": keep the place and the reason, and
+      // only the end of what was read.
+      auto detail = p.detail;
+      std::string last_read;
+      if (auto at = detail.find("; last read: "); at != std::string::npos) {
+        last_read = detail.substr(at + 13);
+        detail.erase(at);
+      }
+      for (auto noise : {"syntax error while parsing value - ",
+                         "syntax error while parsing "})
+        if (auto at = detail.find(noise); at != std::string::npos) {
+          detail.erase(at, std::string{noise}.size());
+          break;
+        }
+      if (last_read.size() > shown_chars)
+        last_read = "'..." + last_read.substr(last_read.size() - shown_chars);
+      auto prefix = origin + ": " + (where.empty() ? "" : where + ": ");
+      return prefix + "not valid JSON at " + shortened(detail, 200)
+             + (last_read.empty() ? ""
+                                  : "; last read: " + shortened(last_read));
+    }
+  }
+  if (p.path.empty())
+    return origin + ": the config must be a JSON object, got " + what;
+  auto& section = p.path[0];
+  bool is_section
+    = std::find(section_names.begin(), section_names.end(), section)
+      != section_names.end();
+  if (!is_section && section != "$schema" && section != "//")
+    return unknown_key_message(origin, section, section_names, "");
+  if (!is_section) // a comment or the schema: anything valid goes
+    return origin + ": \"" + section + "\" holds " + what
+           + ", a number too large to read";
+  if (p.path.size() == 1)
+    return origin + ": \"" + shortened(section)
+           + "\" must be an object of settings, got " + what;
+  auto& key = p.path[1];
+  auto rule = rule_text(section, key, probe);
+  config scratch;
+  if (rule.empty())
+    return unknown_key_message(
+      origin, key, names_of(rules_of(section, scratch)), section + ".");
+  auto name = section + "." + key;
+  if (p.kind == read_problem::too_deep || (p.path.size() == 2 && !p.inside))
+    return origin + ": " + name + " = " + what + " is refused: must be " + rule;
+  return origin + ": " + name + " holds " + what + ", which is refused: " + name
+         + " must be " + rule;
 }
 
 } // namespace
@@ -308,27 +680,27 @@ const char* to_string(nested_policy x) {
 }
 
 config parse_config(const std::string& text, const std::string& origin) {
-  json document;
-  try {
-    document = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw config_error(origin + ": not valid JSON (" + e.what() + ")");
-  }
+  config_reader reader;
+  if (!json::sax_parse(text, &reader))
+    throw config_error(describe(reader.problem, origin));
+  const auto& document = reader.root;
   if (!document.is_object())
-    throw config_error(origin + ": the config must be a JSON object");
+    throw config_error(origin + ": the config must be a JSON object, got "
+                       + shown(document));
   config result;
-  const std::vector<std::string> sections{"pool", "run", "server"};
   for (const auto& [key, value] : document.items()) {
     if (key == "$schema" || key == "//")
       continue;
     if (key == "pool")
-      apply_section(value, key, pool_rules(result.pool), origin);
+      apply_section(value, key, pool_rules(result.pool), origin,
+                    reader.written);
     else if (key == "run")
-      apply_section(value, key, run_rules(result.run), origin);
+      apply_section(value, key, run_rules(result.run), origin, reader.written);
     else if (key == "server")
-      apply_section(value, key, server_rules(result.server), origin);
+      apply_section(value, key, server_rules(result.server), origin,
+                    reader.written);
     else
-      throw config_error(unknown_key_message(origin, key, sections, ""));
+      throw config_error(unknown_key_message(origin, key, section_names, ""));
   }
   return result;
 }

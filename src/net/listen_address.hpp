@@ -1,4 +1,4 @@
-// Parsing `HOST:PORT` for `taskforce serve --listen`.
+// Parsing `HOST:PORT` for `taskforce serve --listen` and `server.listen`.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +14,14 @@ struct listen_address {
   uint16_t port = 0;
 };
 
+/// The forms a listen address takes, for messages.
+extern const char* const listen_address_forms;
+
 /// Parses `HOST:PORT`, `[IPV6]:PORT`, `:PORT` or `PORT` (the last two bind
 /// loopback). Throws std::invalid_argument saying what is wrong.
 listen_address parse_listen_address(const std::string& text);
+
+/// What is wrong with `text` as a listen address, or "" when nothing is.
+std::string listen_address_problem(const std::string& text);
 
 } // namespace taskforce

@@ -5,6 +5,8 @@
 #include <set>
 #include <unordered_set>
 
+#include "src/time/duration.hpp"
+
 namespace taskforce::pool {
 
 namespace {
@@ -15,6 +17,10 @@ constexpr size_t kept_idle_pools = 16;
 
 /// Spare holder nodes kept for reuse.
 constexpr size_t kept_spare_holders = 64;
+
+/// Child sessions whose idle is remembered at most; beyond, the oldest idle
+/// is forgotten early (its late bind then waits for the next release).
+constexpr size_t kept_idles = 16384;
 
 std::string quoted(const std::string& x) {
   std::string result;
@@ -123,7 +129,7 @@ std::vector<std::string> admission::detach(uint64_t connection, int64_t now) {
       scratch_.push_back(h);
   auto victims = scratch_;
   for (auto h : victims) {
-    h->listened = false;
+    // Events still go out: a connection that closed its input may read on.
     result.push_back(*h->name);
     if (h->state == phase::queued)
       cancel(*h, release_reason::disconnected, now);
@@ -151,6 +157,8 @@ bool admission::is_subagent_tool(const std::string& tool) const {
 
 acquire_result admission::acquire(acquire_request&& req, int64_t now) {
   out_.clear();
+  if (stopped_)
+    return refuse(errc::shutting_down, "the pool is shutting down");
   acquire_result result;
   // Not a subagent call: answered at once, nothing counted or recorded.
   if (!req.tool.empty() && !is_subagent_tool(req.tool)) {
@@ -254,6 +262,8 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
 
 acquire_result admission::adopt(adopt_request&& req, int64_t now) {
   out_.clear();
+  if (stopped_)
+    return refuse(errc::shutting_down, "the pool is shutting down");
   if (req.holder.empty())
     return refuse(errc::bad_request, "adopt needs a non-empty holder");
   if (req.session.empty())
@@ -324,11 +334,8 @@ bool admission::bind(const std::string& holder_name,
 std::vector<std::string> admission::idle(const std::string& session,
                                          int64_t now) {
   out_.clear();
-  if (cfg_.idle_memory_ms > 0) {
-    forget_old_idles(now);
-    idle_at_[session] = now;
-    idle_log_.emplace_back(now, session);
-  }
+  if (cfg_.idle_memory_ms > 0)
+    remember_idle(session, now);
   // Collect first: a permit handed over below must not be released by this
   // same idle even if its child session matches.
   collect(running_line_, session, false, true);
@@ -363,6 +370,26 @@ std::vector<std::string> admission::end(const std::string& session,
   return result;
 }
 
+std::vector<std::string> admission::stop(int64_t now) {
+  out_.clear();
+  std::vector<std::string> result;
+  if (stopped_)
+    return result;
+  stopped_ = true;
+  // Waits first, so the permits freed below go to nobody.
+  while (auto h = queued_line_.head) {
+    result.push_back(*h->name);
+    fail_wait(*h, errc::shutting_down,
+              "the pool is shutting down; holder " + quoted(*h->name)
+                + " never got a permit");
+  }
+  while (auto h = running_line_.head) {
+    result.push_back(*h->name);
+    finish(*h, release_reason::disconnected, now);
+  }
+  return result;
+}
+
 void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
   out_.clear();
   size_t index;
@@ -384,8 +411,7 @@ void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
     // give up at the same instant were still ahead of the later ones.
     scratch_.clear();
     ahead_.clear();
-    for (auto h = queued_line_.head;
-         h != nullptr && h->since + cfg_.queue_timeout_ms <= now;
+    for (auto h = queued_line_.head; h != nullptr && queue_deadline(*h) <= now;
          h = h->next[1]) {
       scratch_.push_back(h);
       ahead_.push_back(ahead_of(*h));
@@ -394,7 +420,7 @@ void admission::expire(uint64_t timer, uint64_t generation, int64_t now) {
       time_out(*scratch_[i], ahead_[i], now);
   } else {
     while (running_line_.head != nullptr
-           && running_line_.head->since + cfg_.max_hold_ms <= now)
+           && hold_deadline(*running_line_.head) <= now)
       force_release(*running_line_.head, now);
   }
   ensure_timers(now);
@@ -561,19 +587,23 @@ void admission::finish(holder& h, release_reason reason, int64_t now) {
   erase_holder(h);
 }
 
+// A wait that ends without a permit gets its error and no terminal event:
+// it never held anything to release.
 void admission::cancel(holder& h, release_reason reason, int64_t now) {
-  (void) now;
+  (void)now;
+  fail_wait(h, errc::cancelled,
+            "the wait of holder " + quoted(*h.name) + " in pool "
+              + quoted(*h.pool->key) + " was cancelled (" + to_string(reason)
+              + ")");
+}
+
+void admission::fail_wait(holder& h, errc code, std::string message) {
   auto& p = *h.pool;
   p.queue.erase(&h);
   --p.queue_size;
   queued_line_.erase(&h);
   --queued_size_;
-  out_.failures.push_back({h.ticket, errc::cancelled,
-                           "the wait of holder " + quoted(*h.name) + " in pool "
-                             + quoted(*p.key) + " was cancelled ("
-                             + to_string(reason) + ")"});
-  if (wants_events(h))
-    event(pool_event_kind::released, h).reason = reason;
+  out_.failures.push_back({h.ticket, code, std::move(message)});
   erase_holder(h);
 }
 
@@ -606,15 +636,28 @@ void admission::force_release(holder& h, int64_t now) {
   erase_holder(h);
 }
 
+int64_t admission::queue_deadline(const holder& h) const {
+  if (cfg_.queue_timeout_ms <= 0)
+    return INT64_MAX;
+  return saturating_deadline_ms(h.since, cfg_.queue_timeout_ms);
+}
+
+int64_t admission::hold_deadline(const holder& h) const {
+  return saturating_deadline_ms(h.since, cfg_.max_hold_ms);
+}
+
+// A deadline of INT64_MAX is one no clock reaches: it needs no timer.
 void admission::ensure_timers(int64_t now) {
-  if (cfg_.queue_timeout_ms > 0 && queued_line_.head != nullptr) {
-    auto deadline = queued_line_.head->since + cfg_.queue_timeout_ms;
-    if (armed_generation_[0] == 0 || armed_deadline_[0] > deadline)
+  if (queued_line_.head != nullptr) {
+    auto deadline = queue_deadline(*queued_line_.head);
+    if (deadline < INT64_MAX
+        && (armed_generation_[0] == 0 || armed_deadline_[0] > deadline))
       arm(0, queue_timer, deadline, now);
   }
   if (running_line_.head != nullptr) {
-    auto deadline = running_line_.head->since + cfg_.max_hold_ms;
-    if (armed_generation_[1] == 0 || armed_deadline_[1] > deadline)
+    auto deadline = hold_deadline(*running_line_.head);
+    if (deadline < INT64_MAX
+        && (armed_generation_[1] == 0 || armed_deadline_[1] > deadline))
       arm(1, hold_timer, deadline, now);
   }
 }
@@ -623,7 +666,9 @@ void admission::arm(size_t index, uint64_t id, int64_t deadline, int64_t now) {
   auto generation = next_generation_++;
   armed_generation_[index] = generation;
   armed_deadline_[index] = deadline;
-  out_.arms.push_back({id, generation, std::max<int64_t>(0, deadline - now)});
+  // The clock counts from its epoch, so `now` is never negative and the
+  // difference cannot overflow.
+  out_.arms.push_back({id, generation, deadline > now ? deadline - now : 0});
 }
 
 pool_event& admission::event(pool_event_kind kind, const holder& h) {
@@ -642,6 +687,35 @@ bool admission::idle_recently(const std::string& session, int64_t now) {
   forget_old_idles(now);
   auto i = idle_at_.find(session);
   return i != idle_at_.end() && now - i->second < cfg_.idle_memory_ms;
+}
+
+// However long idleMemoryMs is, the memory stays bounded: one live log entry
+// per session (a repeated idle makes the older entry stale, and stale
+// entries are compacted away once they outnumber the live ones) and at most
+// kept_idles sessions.
+void admission::remember_idle(const std::string& session, int64_t now) {
+  forget_old_idles(now);
+  auto& at = idle_at_[session];
+  if (at == now && !idle_log_.empty())
+    return; // the entry of this very instant is already logged
+  at = now;
+  idle_log_.emplace_back(now, session);
+  auto live = [this](const std::pair<int64_t, std::string>& entry) {
+    auto i = idle_at_.find(entry.second);
+    return i != idle_at_.end() && i->second == entry.first;
+  };
+  if (idle_log_.size() > 2 * idle_at_.size() + 64) {
+    std::deque<std::pair<int64_t, std::string>> kept;
+    for (auto& entry : idle_log_)
+      if (live(entry))
+        kept.push_back(std::move(entry));
+    idle_log_.swap(kept);
+  }
+  while (idle_at_.size() > kept_idles) {
+    if (live(idle_log_.front()))
+      idle_at_.erase(idle_log_.front().second);
+    idle_log_.pop_front();
+  }
 }
 
 void admission::forget_old_idles(int64_t now) {

@@ -13,18 +13,26 @@
 //            acquire (pool full)           permit handed over
 //   (new) ───────────────────────▶ queued ───────────────────▶ running
 //     │                              │                            │
-//     │ acquire / adopt / nested     │ release, end, detach:      │ release, idle, end,
-//     │ (permit free or lent)        │   cancelled                │ bind after idle,
-//     └──────────────────────────────┼──▶ running                 │ detach: released
-//                                    │ queueTimeoutMs:            │ maxHoldMs:
-//                                    ▼   timed_out                ▼   force_released
+//     │ acquire / adopt / nested     │ release, end, detach:      │ release,
+//     idle, end, │ (permit free or lent)        │   error cancelled          │
+//     bind after idle, └──────────────────────────────┼──▶ running │ detach,
+//     stop: released
+//                                    │ queueTimeoutMs: timed_out  │ maxHoldMs:
+//                                    │ stop: error shutting_down  │
+//                                    force_released ▼ ▼
 //                                 (gone)                       (gone)
+//
+// Terminal events: a holder that ran ends with exactly one `released` or
+// `force_released`. A wait that ends without a permit ends with the error
+// of its acquire (and `timed_out` when it timed out), never with `released`.
 //
 // Timers: every queued holder waits the same queueTimeoutMs and every running
 // holder may hold the same maxHoldMs, so deadlines come due in arrival order.
 // The machine therefore keeps at most one timer per kind, armed for the
 // oldest deadline and re-armed when it fires; a timer whose generation is not
 // the current one is stale and ignored. A busy pool costs no timer traffic.
+// Deadlines saturate: `now + limit` never wraps into the past, and a deadline
+// beyond the clock's range (INT64_MAX ms) arms no timer at all.
 #pragma once
 
 #include <cstdint>
@@ -166,6 +174,12 @@ public:
   /// background holders it runs.
   std::vector<std::string> end(const std::string& session, int64_t now);
 
+  /// The server stops: fails every wait with errc::shutting_down, then
+  /// releases every holder (reason disconnected: the server closes every
+  /// connection). Later acquires and adopts fail with shutting_down. Answers
+  /// the holders it affected.
+  std::vector<std::string> stop(int64_t now);
+
   /// A timer is due. Stale generations are ignored.
   void expire(uint64_t timer, uint64_t generation, int64_t now);
 
@@ -190,6 +204,11 @@ public:
   /// Queued holders.
   size_t queued_count() const {
     return queued_size_;
+  }
+
+  /// Idle reports remembered for a late bind (log entries, stale included).
+  size_t remembered_idles() const {
+    return idle_log_.size();
   }
 
   /// Permits in use in the pool `key` (0 for an unknown pool).
@@ -274,14 +293,18 @@ private:
   void finish(holder& h, release_reason reason, int64_t now);
   void cancel(holder& h, release_reason reason, int64_t now);
   void time_out(holder& h, size_t ahead, int64_t now);
+  void fail_wait(holder& h, errc code, std::string message);
   void force_release(holder& h, int64_t now);
   void ensure_timers(int64_t now);
   void arm(size_t index, uint64_t id, int64_t deadline, int64_t now);
+  int64_t queue_deadline(const holder& h) const;
+  int64_t hold_deadline(const holder& h) const;
   bool wants_events(const holder& h) const {
     return h.listened || subscribers_ > 0;
   }
   pool_event& event(pool_event_kind kind, const holder& h);
   bool idle_recently(const std::string& session, int64_t now);
+  void remember_idle(const std::string& session, int64_t now);
   void forget_old_idles(int64_t now);
   size_t ahead_of(const holder& h) const;
   acquire_result refuse(errc code, std::string message);
@@ -319,6 +342,8 @@ private:
   std::vector<holder*> scratch_;
   std::vector<size_t> ahead_;
   size_t subscribers_ = 0;
+  /// Set by stop(): nothing is granted any more.
+  bool stopped_ = false;
   /// Armed timers: [0] queue, [1] hold; generation 0 = none armed.
   uint64_t armed_generation_[2] = {0, 0};
   int64_t armed_deadline_[2] = {0, 0};

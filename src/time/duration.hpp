@@ -42,6 +42,17 @@ saturating_deadline(typename Clock::time_point from,
   return from + std::chrono::duration_cast<typename tp::duration>(span);
 }
 
+/// `from_ms + span_ms` on a millisecond clock, at most INT64_MAX (a deadline
+/// no clock reaches); a negative span counts as zero.
+constexpr int64_t saturating_deadline_ms(int64_t from_ms,
+                                         int64_t span_ms) noexcept {
+  if (span_ms <= 0)
+    return from_ms;
+  if (from_ms > std::numeric_limits<int64_t>::max() - span_ms)
+    return std::numeric_limits<int64_t>::max();
+  return from_ms + span_ms;
+}
+
 /// A remaining span as poll()'s timeout argument: whole milliseconds rounded
 /// up (so a deadline is never woken early), at most INT_MAX, 0 when due.
 constexpr int poll_timeout_ms(std::chrono::nanoseconds remaining) noexcept {

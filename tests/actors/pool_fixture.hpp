@@ -27,6 +27,17 @@ struct client_log {
   std::map<std::string, caf::error> errors;
   /// Answers in arrival order: the holder, "!holder" for an error.
   std::vector<std::string> answers;
+  /// Answers and events in arrival order: "answer:holder", "error:holder",
+  /// "<event kind>:holder".
+  std::vector<std::string> timeline;
+
+  /// The position of `entry` in the timeline, or -1.
+  long position(const std::string& entry) const {
+    for (size_t i = 0; i < timeline.size(); ++i)
+      if (timeline[i] == entry)
+        return static_cast<long>(i);
+    return -1;
+  }
 
   /// The events of `kind` for `holder`.
   std::vector<pool_event> of(pool_event_kind kind,
@@ -63,10 +74,12 @@ inline caf::behavior client(caf::event_based_actor* self, pool_actor pool,
       [=](grant& g) {
         log->grants[name] = g;
         log->answers.push_back(name);
+        log->timeline.push_back("answer:" + name);
       },
       [=](caf::error& e) {
         log->errors[name] = e;
         log->answers.push_back("!" + name);
+        log->timeline.push_back("error:" + name);
       });
   };
   return {
@@ -80,7 +93,11 @@ inline caf::behavior client(caf::event_based_actor* self, pool_actor pool,
       self->request(pool, caf::infinite, adopt_atom_v, std::move(req))
         .then(ok, err);
     },
-    [=](event_atom, pool_event& ev) { log->events.push_back(std::move(ev)); },
+    [=](event_atom, pool_event& ev) {
+      log->timeline.push_back(std::string{to_string(ev.kind)} + ":"
+                              + ev.holder);
+      log->events.push_back(std::move(ev));
+    },
   };
 }
 
@@ -109,6 +126,14 @@ struct pool_fixture : test_coordinator_fixture<registered_config> {
     wd = sys.spawn(watchdog);
     pool = spawn_pool(sys, cfg, wd);
     sched.run();
+  }
+
+  /// Stops the running pool (and its watchdog) and starts a fresh one.
+  void restart(pool_config c) {
+    caf::anon_send_exit(pool, caf::exit_reason::kill);
+    caf::anon_send_exit(wd, caf::exit_reason::kill);
+    sched.run();
+    start(std::move(c));
   }
 
   /// A request to the pool answered at once (never an acquire that queues).

@@ -212,6 +212,43 @@ CAF_TEST(the watchdog timer of a released holder is stale and ignored) {
   CAF_CHECK(status().pools.empty());
 }
 
+CAF_TEST(limits too long for the clock never force a holder out or time a
+           waiter out) {
+  // 9223372036855 ms is a safe integer whose nanoseconds overflow int64;
+  // 2^53-1 is the longest the config allows.
+  for (int64_t limit : {int64_t{9223372036855}, (int64_t{1} << 53) - 1}) {
+    CAF_MESSAGE("limit " << limit << " ms");
+    auto cfg = with_parallel(1);
+    cfg.max_hold_ms = limit;
+    cfg.queue_timeout_ms = limit;
+    cfg.idle_memory_ms = limit;
+    restart(cfg);
+    auto c = connect();
+    acquire(c, "s", "holder");
+    acquire(c, "s", "waiter");
+    acquire(c, "t", "bg-call", bg);
+    CAF_CHECK(ask<names>(caf::idle_atom_v, std::string{"kid"}).empty());
+    for (int i = 0; i < 3; ++i)
+      advance(24h);
+    CAF_CHECK(c.log->of(pool_event_kind::force_released, "holder").empty());
+    CAF_CHECK(c.log->of(pool_event_kind::timed_out, "waiter").empty());
+    CAF_CHECK(c.log->errors.empty());
+    auto st = status();
+    CAF_REQUIRE_EQUAL(st.pools.size(), 2u);
+    CAF_REQUIRE_EQUAL(st.pools[0].running.size(), 1u);
+    CAF_CHECK_EQUAL(st.pools[0].running[0].holder, "holder");
+    CAF_CHECK_EQUAL(st.pools[0].running[0].held_ms, 72 * 3600 * 1000);
+    CAF_REQUIRE_EQUAL(st.pools[0].queued.size(), 1u);
+    CAF_CHECK_EQUAL(st.pools[0].queued[0].holder, "waiter");
+    // The idle of three days ago is still remembered.
+    CAF_CHECK(
+      ask<bool>(bind_atom_v, std::string{"bg-call"}, std::string{"kid"}));
+    // The permit still moves on by release.
+    CAF_CHECK(release("holder"));
+    CAF_CHECK(c.log->grants.count("waiter") == 1);
+  }
+}
+
 // -- bounded waits and cancellation ------------------------------------------
 
 CAF_TEST(a queue timeout takes the waiter out of the queue with a clear
@@ -385,11 +422,13 @@ CAF_TEST(a connection that closes releases its permits and cancels its
   caf::anon_send_exit(c1.actor, caf::exit_reason::kill);
   sched.run();
   CAF_CHECK(c2.log->grants.count("d") == 1);
-  for (auto h : {"a", "b", "c"}) {
+  for (auto h : {"a", "b"}) {
     auto rel = c2.log->of(pool_event_kind::released, h);
     CAF_REQUIRE_EQUAL(rel.size(), 1u);
     CAF_CHECK_EQUAL(rel[0].reason, release_reason::disconnected);
   }
+  // c only waited: it never held a permit, so no terminal event.
+  CAF_CHECK(c2.log->of(pool_event_kind::released, "c").empty());
   auto st = status();
   CAF_REQUIRE_EQUAL(st.pools.size(), 1u);
   CAF_REQUIRE_EQUAL(st.pools[0].running.size(), 1u);
@@ -403,6 +442,13 @@ CAF_TEST(detach answers the holders it released) {
   acquire(c, "s", "b");
   CAF_CHECK(ask<names>(detach_atom_v, c.id) == (names{"b", "a"}));
   CAF_CHECK(c.log->error_of("b") == errc::cancelled);
+  // The closing connection still gets the end of what it held (a stdio
+  // harness reads its output after closing its input), and nothing for the
+  // wait that never got a permit.
+  auto rel = c.log->of(pool_event_kind::released, "a");
+  CAF_REQUIRE_EQUAL(rel.size(), 1u);
+  CAF_CHECK_EQUAL(rel[0].reason, release_reason::disconnected);
+  CAF_CHECK(c.log->of(pool_event_kind::released, "b").empty());
   CAF_CHECK(status().pools.empty());
   CAF_CHECK(ask<names>(detach_atom_v, c.id).empty());
 }
@@ -453,15 +499,53 @@ CAF_TEST(status lists each pool with running and queued holders) {
   CAF_CHECK(s2.running[0] == (running_entry{"x", "s2", fg, 0, false}));
 }
 
-CAF_TEST(a stopping pool fails its waiters with shutting_down) {
+CAF_TEST(a stopping pool releases its holders and fails its waiters) {
   start(with_parallel(1));
   auto c = connect();
+  auto watcher = connect(true);
   acquire(c, "s", "a");
   acquire(c, "s", "b");
+  acquire(c, "t", "kid", bg);
   caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
   sched.run();
+  // Every holder that held a permit gets exactly one terminal event, its
+  // connection and the subscriber alike; the wait gets only its error.
+  for (auto& log : {c.log, watcher.log}) {
+    for (auto h : {"a", "kid"}) {
+      auto rel = log->of(pool_event_kind::released, h);
+      CAF_REQUIRE_EQUAL(rel.size(), 1u);
+      CAF_CHECK_EQUAL(rel[0].reason, release_reason::disconnected);
+    }
+    CAF_CHECK(log->of(pool_event_kind::released, "b").empty());
+    CAF_CHECK(log->of(pool_event_kind::started, "b").empty());
+  }
   CAF_CHECK(c.log->error_of("b") == errc::shutting_down);
   pool = nullptr;
+}
+
+// -- order of started and the answer
+// -------------------------------------------
+
+CAF_TEST(started comes before the acquire answer for every kind of grant) {
+  start(with_parallel(1));
+  auto c = connect();
+  acquire(c, "s", "now");               // immediate
+  acquire(c, "s", "later");             // queued, granted after a release
+  acquire(c, "kid", "lent", fg, "now"); // borrows now's permit
+  release("lent");
+  release("now");
+  adopt(c, "other", "adopted", "kid-2"); // adopted
+  for (auto h : {"now", "later", "lent", "adopted"}) {
+    auto started = c.log->position(std::string{"started:"} + h);
+    auto answered = c.log->position(std::string{"answer:"} + h);
+    CAF_MESSAGE(h << ": started at " << started << ", answered at "
+                  << answered);
+    CAF_CHECK_GREATER_OR_EQUAL(started, 0);
+    CAF_CHECK_GREATER(answered, started);
+  }
+  // A queued acquire: queued, then started, then the answer.
+  CAF_CHECK_LESS(c.log->position("queued:later"),
+                 c.log->position("started:later"));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -116,6 +116,20 @@ CAF_TEST(timers of different owners and ids are independent) {
   CAF_CHECK(b_log->empty());
 }
 
+CAF_TEST(a delay longer than the clock can count never fires) {
+  // now + delay would overflow the clock and wrap into the past.
+  tell(a, caf::make_message(arm_atom_v, uint64_t{1}, uint64_t{1},
+                            caf::timespan::max()));
+  tell(a, caf::make_message(arm_atom_v, uint64_t{2}, uint64_t{1},
+                            caf::timespan::max() - caf::timespan{1}));
+  tell(b, caf::make_message(arm_atom_v, uint64_t{1}, uint64_t{9},
+                            caf::timespan{10ms}));
+  advance_time(24h * 365);
+  sched.run();
+  CAF_CHECK(a_log->empty());
+  CAF_CHECK(*b_log == (expiries{{1, 9}}));
+}
+
 CAF_TEST(the timers of an owner that exits are dropped) {
   tell(a, caf::make_message(arm_atom_v, uint64_t{1}, uint64_t{1},
                             caf::timespan{50ms}));

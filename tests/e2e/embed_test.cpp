@@ -158,3 +158,28 @@ CAF_TEST(a bad config file is refused naming the key) {
     CAF_CHECK(std::string{e.what()}.find("mode") != std::string::npos);
   }
 }
+
+CAF_TEST(destroying the runtime calls no listener while it releases) {
+  // Listeners often capture objects declared after the runtime, which are
+  // gone by the time it is destroyed.
+  auto calls = std::make_shared<std::vector<std::string>>();
+  auto mtx = std::make_shared<std::mutex>();
+  size_t before = 0;
+  {
+    runtime rt;
+    auto pool = rt.pool();
+    pool.on_event(
+      [calls, mtx](const holder_event& ev) {
+        std::lock_guard<std::mutex> guard{*mtx};
+        calls->push_back(ev.event + ":" + ev.holder);
+      },
+      true);
+    // The started event reaches the listener before the answer.
+    pool.acquire({"s", "held"}).get();
+    std::lock_guard<std::mutex> guard{*mtx};
+    CAF_CHECK(*calls == std::vector<std::string>{"started:held"});
+    before = calls->size();
+  }
+  std::lock_guard<std::mutex> guard{*mtx};
+  CAF_CHECK_EQUAL(calls->size(), before);
+}

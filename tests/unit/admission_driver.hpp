@@ -88,6 +88,12 @@ struct admission_driver {
     return result;
   }
 
+  std::vector<std::string> stop() {
+    auto result = core.stop(now);
+    absorb();
+    return result;
+  }
+
   /// Moves the clock and fires every timer that came due, like the watchdog.
   void advance(int64_t ms) {
     auto target = now + ms;

@@ -319,8 +319,8 @@ CAF_TEST(release is idempotent and cancels a queued wait) {
   CAF_CHECK(d.release("b", release_reason::aborted));
   CAF_REQUIRE(d.failed.count(b.ticket) == 1);
   CAF_CHECK(d.failed[b.ticket].code == errc::cancelled);
-  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "b").reason,
-                  release_reason::aborted);
+  // b never held a permit: its acquire fails, and no terminal event follows.
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "b"), 0u);
   CAF_CHECK(!d.release("b"));
   CAF_CHECK(d.release("a", release_reason::error));
   CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "a").reason,
@@ -366,6 +366,29 @@ CAF_TEST(bind after a recent idle releases at once) {
   d.acquire("s", "f");
   d.idle("kid3");
   CAF_CHECK(!d.bind("f", "kid3"));
+}
+
+CAF_TEST(idles are remembered in bounded memory however long idleMemoryMs is) {
+  auto cfg = config(2);
+  cfg.idle_memory_ms = (int64_t{1} << 53) - 1;
+  admission_driver d{cfg};
+  d.acquire("s", "b", bg);
+  // A harness reporting the same child idle again and again.
+  for (int i = 0; i < 100000; ++i) {
+    d.now += 1;
+    d.core.idle("kid", d.now);
+  }
+  CAF_CHECK_LESS(d.core.remembered_idles(), 200u);
+  // And many distinct children.
+  for (int i = 0; i < 100000; ++i) {
+    d.now += 1;
+    d.core.idle("child-" + std::to_string(i), d.now);
+  }
+  CAF_CHECK_LESS_OR_EQUAL(d.core.remembered_idles(), 2 * 16384u + 64u);
+  // The latest idles are still remembered.
+  CAF_CHECK(d.bind("b", "child-99999"));
+  d.acquire("s", "c", bg);
+  CAF_CHECK(!d.bind("c", "child-0"));
 }
 
 CAF_TEST(idleMemoryMs zero remembers no idle) {
@@ -455,9 +478,71 @@ CAF_TEST(detaching a connection releases its holders and cancels its waits) {
   CAF_CHECK(d.failed[c.ticket].code == errc::cancelled);
   CAF_CHECK(d.granted.count(other.ticket) == 1);
   CAF_CHECK_EQUAL(d.core.running_count(), 1u);
-  // Its listener is gone: no events unless someone subscribed.
-  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "a"), 0u);
+  // Its holders that held a permit end with released (disconnected); the
+  // wait that never got one ends with its error only.
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "a").reason,
+                  release_reason::disconnected);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "b").reason,
+                  release_reason::disconnected);
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "c"), 0u);
   CAF_CHECK(d.detach(first).empty());
+}
+
+CAF_TEST(a wait that is cancelled ends with an error and no released event) {
+  admission_driver d{config(1)};
+  d.acquire("s", "a");
+  auto by_release = d.acquire("s", "w1");
+  auto by_end = d.acquire("s", "w2");
+  auto by_detach = d.acquire("s", "w3");
+  d.release("w1", release_reason::aborted);
+  d.end("s");
+  d.detach(d.connection);
+  for (auto ticket : {by_release.ticket, by_end.ticket, by_detach.ticket}) {
+    CAF_REQUIRE(d.failed.count(ticket) == 1);
+    CAF_CHECK(d.failed[ticket].code == errc::cancelled);
+  }
+  for (auto name : {"w1", "w2", "w3"}) {
+    CAF_CHECK_EQUAL(d.count(pool_event_kind::released, name), 0u);
+    CAF_CHECK_EQUAL(d.count(pool_event_kind::started, name), 0u);
+  }
+  // a held its permit until end: exactly one terminal event.
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "a"), 1u);
+}
+
+// -- stop ---------------------------------------------------------------------
+
+CAF_TEST(
+  stop releases every holder once and fails every wait with shutting_down) {
+  admission_driver d{config(1)};
+  d.acquire("s", "a");
+  d.acquire("t", "b", bg);
+  auto w = d.acquire("s", "w");
+  auto names = d.stop();
+  std::sort(names.begin(), names.end());
+  CAF_CHECK(names == (std::vector<std::string>{"a", "b", "w"}));
+  // The wait is failed first: the permits freed below go to nobody.
+  CAF_REQUIRE(d.failed.count(w.ticket) == 1);
+  CAF_CHECK(d.failed[w.ticket].code == errc::shutting_down);
+  CAF_CHECK(d.granted.empty());
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::started, "w"), 0u);
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "w"), 0u);
+  for (auto name : {"a", "b"}) {
+    CAF_CHECK_EQUAL(d.count(pool_event_kind::released, name), 1u);
+    CAF_CHECK_EQUAL(d.last(pool_event_kind::released, name).reason,
+                    release_reason::disconnected);
+  }
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+  // A stopped pool grants nothing more and stops only once.
+  auto late = d.acquire("s", "late");
+  CAF_CHECK(late.status == acquire_status::failed);
+  CAF_CHECK(late.code == errc::shutting_down);
+  auto orphan = d.adopt("s", "orphan", "kid");
+  CAF_CHECK(orphan.status == acquire_status::failed);
+  CAF_CHECK(orphan.code == errc::shutting_down);
+  CAF_CHECK(d.stop().empty());
+  CAF_CHECK(d.core.effects().empty());
 }
 
 CAF_TEST(a subscriber sees the disconnect of another connection) {
@@ -520,6 +605,49 @@ CAF_TEST(a stale timer after a normal release changes nothing) {
   CAF_CHECK_EQUAL(d.core.running_count(), 1u);
   d.advance(500);
   CAF_CHECK_EQUAL(d.forced.size(), 1u);
+}
+
+CAF_TEST(the longest limits a config allows never come due) {
+  auto cfg = config(1);
+  cfg.max_hold_ms = (int64_t{1} << 53) - 1;
+  cfg.queue_timeout_ms = (int64_t{1} << 53) - 1;
+  cfg.idle_memory_ms = (int64_t{1} << 53) - 1;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  d.acquire("t", "kid-call", bg);
+  d.idle("kid");
+  CAF_CHECK_EQUAL(d.timers.size(), 2u);
+  d.advance(1'000'000'000'000);
+  CAF_CHECK(d.forced.empty());
+  CAF_CHECK(d.failed.empty());
+  CAF_CHECK_EQUAL(d.core.running_count(), 2u);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 1u);
+  // The idle is still remembered.
+  CAF_CHECK(d.bind("kid-call", "kid"));
+}
+
+CAF_TEST(limits beyond the range of the clock arm no timer at all) {
+  // A pool_config built in code is not bound by the config file's 2^53-1:
+  // `now + limit` saturates instead of wrapping into the past, and a
+  // deadline no clock reaches needs no timer.
+  auto cfg = config(1);
+  cfg.max_hold_ms = INT64_MAX;
+  cfg.queue_timeout_ms = INT64_MAX;
+  cfg.idle_memory_ms = INT64_MAX;
+  admission_driver d{cfg};
+  d.acquire("s", "a");
+  d.acquire("s", "b");
+  d.acquire("t", "kid-call", bg);
+  d.idle("kid");
+  CAF_CHECK(d.timers.empty());
+  d.advance(1'000'000'000'000);
+  CAF_CHECK(d.forced.empty());
+  CAF_CHECK(d.failed.empty());
+  CAF_CHECK_EQUAL(d.core.running_count(), 2u);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 1u);
+  CAF_CHECK(d.bind("kid-call", "kid"));
+  CAF_CHECK_EQUAL(d.core.audit(), "");
 }
 
 CAF_TEST(a timer forced before its deadline counts as due at its deadline) {

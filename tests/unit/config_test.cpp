@@ -125,3 +125,133 @@ CAF_TEST(a file that cannot be read is an error) {
   }
   CAF_CHECK(contains(message, "missing.json: cannot read"));
 }
+
+CAF_TEST(numbers beyond double name the key the value and the rule) {
+  auto message = refusal(R"({"pool": {"maxHoldMs": 1e400}})");
+  CAF_CHECK_EQUAL(message, "cfg.json: pool.maxHoldMs = 1e400 is refused: must "
+                           "be a positive safe integer (1 ... 2^53-1)");
+  CAF_CHECK(contains(refusal(R"({"pool":{"idleMemoryMs":-1e400}})"),
+                     "pool.idleMemoryMs = -1e400 is refused: must be a "
+                     "non-negative safe integer"));
+  CAF_CHECK(contains(refusal(R"({"run":{"fields":{"Scope":1e400}}})"),
+                     "run.fields holds 1e400, which is refused: run.fields "
+                     "must be an object"));
+  CAF_CHECK(contains(refusal(R"({"pool":{"subagentToolNames":["a",-1e999]}})"),
+                     "pool.subagentToolNames holds -1e999"));
+  CAF_CHECK(contains(refusal(R"({"run":{"workerModel":1e400}})"),
+                     "run.workerModel = 1e400 is refused: must be a string"));
+  // Where no key applies, the message still names the file and the number.
+  CAF_CHECK(contains(refusal(R"({"pool": 1e400})"),
+                     "cfg.json: \"pool\" must be an object of settings, got "
+                     "1e400"));
+  CAF_CHECK(contains(refusal(R"({"pool": {"bogus": 1e400}})"),
+                     "unknown key \"pool.bogus\""));
+  CAF_CHECK(
+    contains(refusal(R"({"//": [1e400]})"), "cfg.json: \"//\" holds 1e400"));
+  CAF_CHECK(contains(refusal("1e400"), "cfg.json"));
+  CAF_CHECK(contains(refusal("1e400"), "1e400"));
+  // A very long number is shown shortened.
+  auto long_number = "1" + std::string(5000, '0');
+  auto shown = refusal(R"({"pool": {"maxHoldMs": )" + long_number + "}}");
+  CAF_CHECK(contains(shown, "pool.maxHoldMs"));
+  CAF_CHECK_LESS(shown.size(), 300u);
+}
+
+CAF_TEST(deep nesting is refused before it is built) {
+  auto deep = std::string(100000, '[') + std::string(100000, ']');
+  auto message = refusal(R"({"pool": {"maxParallel": )" + deep + "}}");
+  CAF_CHECK(contains(message, "cfg.json: pool.maxParallel"));
+  CAF_CHECK(contains(message, "nested deeper than"));
+  CAF_CHECK_LESS(message.size(), 300u);
+  CAF_CHECK(contains(refusal(std::string(100000, '[')), "nested deeper than"));
+  // Ordinary nesting is fine.
+  CAF_CHECK_EQUAL(parse_config(R"({"run":{"fields":{"Scope":"files"}}})", "c")
+                    .run.fields.at("Scope"),
+                  "files");
+}
+
+CAF_TEST(values shown in errors are bounded) {
+  auto big = "\"" + std::string(100000, 'x') + "\"";
+  auto message = refusal(R"({"pool": {"maxParallel": )" + big + "}}");
+  CAF_CHECK(contains(message, "pool.maxParallel = \"xxxx"));
+  CAF_CHECK_LESS(message.size(), 300u);
+  std::string wide = "[";
+  for (int i = 0; i < 10000; ++i)
+    wide += "1,";
+  wide += "1]";
+  CAF_CHECK_LESS(refusal(R"({"pool": {"mode": )" + wide + "}}").size(), 300u);
+}
+
+CAF_TEST(invalid utf8 and syntax errors name the file the key and the place) {
+  auto message = refusal("{\"pool\": {\"mode\": \"glob\xff\"}}");
+  CAF_CHECK(contains(message, "cfg.json: pool.mode"));
+  CAF_CHECK(contains(message, "line 1, column"));
+  CAF_CHECK(contains(message, "UTF-8"));
+  CAF_CHECK(!contains(message, "\xff"));
+  CAF_CHECK(!contains(message, "json.exception"));
+  auto syntax = refusal("{\"pool\": {\"maxParallel\": 2,,}}");
+  CAF_CHECK(contains(syntax, "cfg.json"));
+  CAF_CHECK(contains(syntax, "not valid JSON"));
+  CAF_CHECK(!contains(syntax, "json.exception"));
+}
+
+CAF_TEST(hostile numbers are refused and the limits of the rules hold) {
+  for (auto bad : {"-1", "-0.5", "9007199254740992", "9223372036854775807",
+                   "9223372036854775808", "18446744073709551616", "1.5", "1e16",
+                   "\"5\"", "null", "[]", "{}", "true"})
+    for (auto key :
+         {"maxHoldMs", "queueTimeoutMs", "idleMemoryMs", "maxParallel"})
+      CAF_CHECK(contains(
+        refusal(std::string{R"({"pool":{")"} + key + "\":" + bad + "}}"),
+        std::string{"pool."} + key + " = "));
+  // -0 and 0.0 are zero: allowed where zero is, refused where it is not.
+  CAF_CHECK_EQUAL(parse_config(R"({"pool":{"queueTimeoutMs":-0}})", "c")
+                    .pool.queue_timeout_ms,
+                  0);
+  CAF_CHECK_EQUAL(
+    parse_config(R"({"pool":{"idleMemoryMs":-0.0}})", "c").pool.idle_memory_ms,
+    0);
+  CAF_CHECK(contains(refusal(R"({"pool":{"maxHoldMs":-0}})"),
+                     "pool.maxHoldMs = 0 is refused"));
+  // The longest limits are accepted as written.
+  auto cfg = parse_config(R"({"pool":{"maxHoldMs":9223372036855,)"
+                          R"("queueTimeoutMs":9007199254740991,)"
+                          R"("idleMemoryMs":1e15}})",
+                          "c");
+  CAF_CHECK_EQUAL(cfg.pool.max_hold_ms, 9223372036855);
+  CAF_CHECK_EQUAL(cfg.pool.queue_timeout_ms, 9007199254740991);
+  CAF_CHECK_EQUAL(cfg.pool.idle_memory_ms, 1000000000000000);
+}
+
+CAF_TEST(server listen is validated like serve-- listen) {
+  for (auto bad : {"nope", "127.0.0.1:65536", "host:", "::1:80", "1.2.3.4:-1",
+                   "", "[]:80", "a b:80"}) {
+    auto message
+      = refusal(std::string{R"({"server":{"listen":")"} + bad + "\"}}");
+    CAF_MESSAGE(message);
+    CAF_CHECK(contains(message, "cfg.json: server.listen = \""));
+    CAF_CHECK(contains(message, "HOST:PORT"));
+  }
+  CAF_CHECK(contains(refusal(R"({"server":{"listen":7411}})"),
+                     "server.listen = 7411 is refused"));
+  for (auto good : {"127.0.0.1:0", ":7411", "7411", "[::1]:80",
+                    "localhost:65535", "0.0.0.0:80"})
+    CAF_CHECK_EQUAL(
+      parse_config(std::string{R"({"server":{"listen":")"} + good + "\"}}", "c")
+        .server.listen,
+      good);
+}
+
+CAF_TEST(
+  hold patterns are bounded so compiling them cannot overflow the stack) {
+  auto deep = std::string(100000, '(') + std::string(100000, ')');
+  auto message = refusal(R"({"run":{"holdPattern":[")" + deep + "\"]}}");
+  CAF_CHECK(contains(message, "run.holdPattern"));
+  CAF_CHECK(contains(message, "at most 1000 characters"));
+  CAF_CHECK_LESS(message.size(), 400u);
+  auto longest = std::string(500, '(') + std::string(500, ')');
+  CAF_CHECK_EQUAL(
+    parse_config(R"({"run":{"holdPattern":[")" + longest + "\"]}}", "c")
+      .run.hold_pattern.size(),
+    1u);
+}

@@ -37,3 +37,11 @@ CAF_TEST(poll timeouts round up and stay within int) {
   CAF_CHECK_EQUAL(poll_timeout_ms(milliseconds(250)), 250);
   CAF_CHECK_EQUAL(poll_timeout_ms(nanoseconds::max()), INT_MAX);
 }
+
+CAF_TEST(millisecond deadlines saturate at the end of the clock) {
+  CAF_CHECK_EQUAL(saturating_deadline_ms(1000, 500), 1500);
+  CAF_CHECK_EQUAL(saturating_deadline_ms(1000, -5), 1000);
+  CAF_CHECK_EQUAL(saturating_deadline_ms(1000, INT64_MAX), INT64_MAX);
+  CAF_CHECK_EQUAL(saturating_deadline_ms(INT64_MAX - 1, 2), INT64_MAX);
+  CAF_CHECK_EQUAL(saturating_deadline_ms(-5, INT64_MAX), INT64_MAX - 5);
+}

@@ -34,3 +34,21 @@ CAF_TEST(bad addresses are refused with the reason) {
     CAF_CHECK(refused);
   }
 }
+
+CAF_TEST(hosts with spaces controls or empty brackets are refused) {
+  for (auto text :
+       {"a b:80", "[]:80", "host\n:80", "[::1]x:80", "[12]:80", "h/x:80"}) {
+    CAF_MESSAGE(text);
+    CAF_CHECK_NOT_EQUAL(listen_address_problem(text), "");
+    bool refused = false;
+    try {
+      parse_listen_address(text);
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    CAF_CHECK(refused);
+  }
+  for (auto text : {"localhost:80", "my-host.example_1:0", "[fe80::1%eth0]:9",
+                    "[::ffff:127.0.0.1]:80", "9"})
+    CAF_CHECK_EQUAL(listen_address_problem(text), "");
+}
