@@ -61,7 +61,17 @@ struct git_state {
 using self_ptr = git_actor::stateful_pointer<git_state>;
 
 caf::error fail(const std::string& what) {
-  return caf::make_error(caf::sec::runtime_error, what);
+  return caf::make_error(run_errc::git_failure, what);
+}
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs) {
+    if (!out.empty())
+      out += ", ";
+    out += x;
+  }
+  return out;
 }
 
 bool is_worktree_at(git::repository& repo, const fs::path& path,
@@ -440,7 +450,7 @@ merge_outcome integrate(self_ptr self, const merge_request& req) {
   if (req.branch.empty()) {
     // In place (useWorktrees: false): commit the task's scope right here.
     auto commit = commit_in_place(repo, req.scope, message);
-    out.status = commit.empty() ? merge_status::empty : merge_status::merged;
+    out.end = commit.empty() ? run::merge_end::empty : run::merge_end::merged;
     out.merge_commit
       = commit.empty() ? git::head_commit(repo).value_or("") : commit;
     return out;
@@ -454,7 +464,7 @@ merge_outcome integrate(self_ptr self, const merge_request& req) {
     // The attempt's checks saw HEAD on the branch; anything since (a
     // process left behind) must not slip work past them.
     if (git::head_of(tree).ref != "refs/heads/" + req.branch) {
-      out.status = merge_status::error;
+      out.end = run::merge_end::error;
       out.message = "HEAD of " + wt.string() + " is no longer on " + req.branch
                     + "; nothing was merged";
       return out;
@@ -463,7 +473,7 @@ merge_outcome integrate(self_ptr self, const merge_request& req) {
   }
   auto tip = git::branch_tip(repo, req.branch);
   if (!tip) {
-    out.status = merge_status::error;
+    out.end = run::merge_end::error;
     out.message = "branch " + req.branch + " is gone";
     return out;
   }
@@ -484,8 +494,7 @@ merge_outcome integrate(self_ptr self, const merge_request& req) {
     }
   };
   if (auto merged = git::merged_commit(repo, *tip, st.setup.base_branch)) {
-    out.status
-      = *merged == *tip ? merge_status::empty : merge_status::already_merged;
+    out.end = *merged == *tip ? run::merge_end::empty : run::merge_end::merged;
     out.merge_commit = *merged;
     done_with_worktree();
     if (!have_worktree && req.cleanup)
@@ -498,19 +507,50 @@ merge_outcome integrate(self_ptr self, const merge_request& req) {
   switch (r.status) {
     case oc::merged:
     case oc::already_merged:
-      out.status = r.status == oc::merged ? merge_status::merged
-                                          : merge_status::already_merged;
+      out.end = run::merge_end::merged;
       out.merge_commit = r.commit;
       done_with_worktree();
       break;
     case oc::conflict:
-      out.status = merge_status::conflict;
+      out.end = run::merge_end::conflict;
       out.paths = r.paths;
+      out.message = "merge conflict in " + join(r.paths) + " (branch "
+                    + req.branch + " kept)";
       break;
     case oc::dirty_checkout:
-      out.status = merge_status::dirty;
+      out.end = run::merge_end::conflict;
       out.paths = r.paths;
+      out.message = "main checkout has uncommitted changes to " + join(r.paths)
+                    + " (nothing overwritten)";
       break;
+  }
+  return out;
+}
+
+/// Whether the task's work is in the base already (merged by hand while
+/// it waited in review); changes nothing. Work still uncommitted in the
+/// task's worktree is not merged, whatever its branch says.
+merge_outcome check_merged(self_ptr self, const merge_request& req) {
+  auto& repo = self->state.setup.repo;
+  merge_outcome out;
+  out.end = run::merge_end::not_merged;
+  if (req.branch.empty())
+    return out;
+  fs::path wt{req.worktree};
+  if (!req.worktree.empty() && is_worktree_at(repo, wt, nullptr)) {
+    auto tree = git::open(wt);
+    if (!git::changed_paths(tree).empty())
+      return out;
+  }
+  auto tip = git::branch_tip(repo, req.branch);
+  if (!tip) {
+    out.message = "branch " + req.branch + " is gone";
+    return out;
+  }
+  if (auto merged
+      = git::merged_commit(repo, *tip, self->state.setup.base_branch)) {
+    out.end = run::merge_end::merged;
+    out.merge_commit = *merged;
   }
   return out;
 }
@@ -605,9 +645,16 @@ git_service(git_actor::stateful_pointer<git_state> self,
         return merge(self, req);
       } catch (const std::exception& e) {
         merge_outcome out;
-        out.status = merge_status::error;
+        out.end = run::merge_end::error;
         out.message = e.what();
         return out;
+      }
+    },
+    [self](check_atom, merge_request& req) -> caf::result<merge_outcome> {
+      try {
+        return check_merged(self, req);
+      } catch (const std::exception& e) {
+        return fail(e.what());
       }
     },
     [self](discard_atom, std::string& run,
