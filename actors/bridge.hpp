@@ -10,7 +10,9 @@
 //   lets later responses pass; once granted it still waits behind earlier
 //   unanswered requests.
 // - A malformed line gets bad_request (with the id where one could be read)
-//   and the connection lives on.
+//   and the connection lives on: JSON nested deeper than max_nesting is not
+//   built, numbers out of a double's range are refused, and an error message
+//   quotes at most max_quoted_bytes of anything the client sent.
 // - Events go out as the pool sends them; output is batched per mailbox
 //   sweep and handed to the sink actor as `std::string` chunks.
 // - At end of input the bridge detaches from the pool (releasing what the
@@ -54,6 +56,14 @@ struct bridge_state {
   /// A line longer than this is refused without being parsed.
   static constexpr size_t max_line_bytes = 1 << 20;
 
+  /// The deepest JSON nesting a request may have, the request object itself
+  /// counted as one level; anything deeper is refused without being built.
+  static constexpr size_t max_nesting = 64;
+
+  /// An error message quotes at most this many bytes of the client's text
+  /// (a value, a name, the token the parser stopped at).
+  static constexpr size_t max_quoted_bytes = 64;
+
   // -- constructors -----------------------------------------------------------
 
   /// Binds the state to its actor.
@@ -64,8 +74,11 @@ struct bridge_state {
   /// Splits `chunk` into lines and handles each complete one.
   void on_data(const std::string& chunk);
 
-  /// Handles one line (without its newline).
+  /// Handles one line (without its newline); never throws.
   void on_line(const char* first, size_t size);
+
+  /// Handles one line; may throw (on_line turns that into bad_request).
+  void handle_line(const char* first, size_t size);
 
   /// End of input: handles a trailing unterminated line, then detaches.
   void on_close();

@@ -33,9 +33,8 @@ using json = nlohmann::json;
 
 /// Reads `\n`-terminated lines from a descriptor with a timeout.
 class line_reader {
-public:
-  explicit line_reader(int fd = -1) : fd_(fd) {
-  }
+ public:
+  explicit line_reader(int fd = -1) : fd_(fd) {}
 
   /// The next line without its newline; nullopt at end of input. Throws on
   /// timeout.
@@ -80,7 +79,7 @@ public:
     }
   }
 
-private:
+ private:
   int fd_;
   std::string buffer_;
   bool eof_ = false;
@@ -88,14 +87,13 @@ private:
 
 /// One protocol connection: requests out, responses and events in.
 class protocol_peer {
-public:
+ public:
   /// Default wait for one line.
   static constexpr std::chrono::milliseconds patience{5000};
 
   protocol_peer() = default;
 
-  protocol_peer(int in_fd, int out_fd) : out_fd_(out_fd), reader_(in_fd) {
-  }
+  protocol_peer(int in_fd, int out_fd) : out_fd_(out_fd), reader_(in_fd) {}
 
   /// Writes `line` plus a newline.
   void send_line(const std::string& line) {
@@ -184,7 +182,7 @@ public:
   /// Every line read so far, as text.
   std::vector<std::string> raw;
 
-private:
+ private:
   json next_unbuffered(std::chrono::milliseconds timeout) {
     if (!pending_.empty()) {
       auto x = pending_.front();
@@ -205,7 +203,7 @@ private:
 
 /// `taskforce serve` as a child process with pipes on all three streams.
 class serve_process {
-public:
+ public:
   /// Starts `binary serve <args…>`.
   serve_process(const std::string& binary, std::vector<std::string> args) {
     proc::spawn_options o;
@@ -243,12 +241,27 @@ public:
   }
 
   /// The next line on the child's standard error.
-  std::optional<std::string>
-  stderr_line(std::chrono::milliseconds timeout = protocol_peer::patience) {
+  std::optional<std::string> stderr_line(std::chrono::milliseconds timeout
+                                         = protocol_peer::patience) {
     auto line = err_reader_.read_line(timeout);
     if (line)
       err_lines.push_back(*line);
     return line;
+  }
+
+  /// Whether the child is still running (not exited, not reaped).
+  bool running() {
+    if (reaped_)
+      return false;
+    int status = 0;
+    auto rc = ::waitpid(child_.pid, &status, WNOHANG);
+    if (rc == child_.pid) {
+      reaped_ = true;
+      exit_status_
+        = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      return false;
+    }
+    return true;
   }
 
   /// Everything left on standard error until it closes.
@@ -274,11 +287,15 @@ public:
   int wait(std::chrono::milliseconds timeout = protocol_peer::patience) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
+      if (reaped_)
+        return exit_status_;
       int status = 0;
       auto rc = ::waitpid(child_.pid, &status, WNOHANG);
       if (rc == child_.pid) {
         reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        exit_status_
+          = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        return exit_status_;
       }
       if (std::chrono::steady_clock::now() > deadline)
         throw std::runtime_error("the server did not exit in time");
@@ -297,15 +314,16 @@ public:
   /// Lines read from standard error so far.
   std::vector<std::string> err_lines;
 
-private:
+ private:
   proc::child child_;
   line_reader err_reader_;
   bool reaped_ = false;
+  int exit_status_ = 0;
 };
 
 /// A TCP connection to a server on loopback.
 class tcp_peer {
-public:
+ public:
   /// Connects to 127.0.0.1:`port`; throws when refused.
   explicit tcp_peer(uint16_t port) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -339,7 +357,7 @@ public:
   /// The protocol over the socket.
   protocol_peer peer;
 
-private:
+ private:
   int fd_ = -1;
 };
 
@@ -347,15 +365,18 @@ private:
 inline json acquire(const json& id, const std::string& session,
                     const std::string& holder,
                     const std::string& kind = "foreground") {
-  return json{{"id", id}, {"op", "acquire"}, {"session", session},
-              {"holder", holder}, {"kind", kind}};
+  return json{{"id", id},
+              {"op", "acquire"},
+              {"session", session},
+              {"holder", holder},
+              {"kind", kind}};
 }
 
 /// A release request.
 inline json release(const json& id, const std::string& holder,
                     const std::string& reason = "completed") {
-  return json{{"id", id}, {"op", "release"}, {"holder", holder},
-              {"reason", reason}};
+  return json{
+    {"id", id}, {"op", "release"}, {"holder", holder}, {"reason", reason}};
 }
 
 } // namespace taskforce::test

@@ -29,8 +29,7 @@ struct fixture {
     auto file = dir.write("config.json", "{\"pool\": " + pool_json + "}");
     server = std::make_unique<serve_process>(
       TASKFORCE_BINARY, std::vector<std::string>{"--config", file.string(),
-                                                 "serve", "--listen",
-                                                 address});
+                                                 "serve", "--listen", address});
     // The bound address is the first thing on standard error.
     auto line = server->stderr_line();
     CAF_REQUIRE(line.has_value());
@@ -67,8 +66,8 @@ CAF_TEST(port 0 binds a free loopback port and hello answers over TCP) {
   CAF_CHECK_EQUAL(again["id"], "x");
 }
 
-CAF_TEST(a harness that disconnects while holding permits hands them to the
-           next waiter on another connection and its waits are cancelled) {
+CAF_TEST(a harness that disconnects while holding permits hands them to the next
+           waiter on another connection and its waits are cancelled) {
   start(R"({"maxParallel": 2, "mode": "global"})");
   auto a = std::make_unique<tcp_peer>(port);
   tcp_peer b{port};
@@ -133,6 +132,31 @@ CAF_TEST(a connection gets its own holders events and after subscribe every
       ++started;
   }
   CAF_CHECK_EQUAL(started, 1);
+}
+
+CAF_TEST(a request nested 100000 deep over TCP is refused and the other
+           connections keep their permits) {
+  start(R"({"maxParallel": 2, "mode": "global"})");
+  tcp_peer a{port};
+  tcp_peer b{port};
+  b.peer.call(acquire(1, "sb", "b1"));
+  std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  a.peer.send_line("{\"id\":" + deep + ",\"op\":\"hello\"}");
+  auto r = a.peer.next();
+  CAF_CHECK_EQUAL(r["id"], nullptr);
+  CAF_CHECK_EQUAL(r["error"]["code"], "bad_request");
+  CAF_CHECK(r["error"]["message"].get<std::string>().find("64")
+            != std::string::npos);
+  a.peer.send_line("{\"id\":2,\"op\":\"hello\",\"x\":1e400}");
+  auto overflow = a.peer.next();
+  CAF_CHECK_EQUAL(overflow["error"]["code"], "bad_request");
+  auto st = b.peer.call({{"id", 2}, {"op", "status"}});
+  CAF_REQUIRE_EQUAL(st["pools"].size(), 1u);
+  CAF_REQUIRE_EQUAL(st["pools"][0]["running"].size(), 1u);
+  CAF_CHECK_EQUAL(st["pools"][0]["running"][0]["holder"], "b1");
+  auto again = a.peer.call({{"id", 3}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(again["ok"], true);
+  CAF_CHECK(server->running());
 }
 
 CAF_TEST(SIGTERM stops a listening server with exit 0) {
