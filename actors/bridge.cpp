@@ -1,5 +1,6 @@
 #include "actors/bridge.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <utility>
@@ -443,46 +444,90 @@ bridge_state::bridge_state(caf::event_based_actor* self) : self(self) {
   // nop
 }
 
+bridge_state::~bridge_state() {
+  if (input_ack.pending())
+    input_ack.deliver(
+      caf::make_error(errc::shutting_down, "the connection is closed"));
+}
+
 // -- input --------------------------------------------------------------------
 
-void bridge_state::on_data(const std::string& chunk) {
-  if (closing)
-    return;
-  size_t pos = 0;
-  while (pos < chunk.size()) {
-    auto nl = chunk.find('\n', pos);
-    if (nl == std::string::npos) {
-      // An unterminated tail: keep it (up to the line limit) for later.
-      if (!skipping)
-        partial.append(chunk, pos, std::string::npos);
-      if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null");
-        fail(seq, "null", errc::bad_request,
-             "line longer than " + std::to_string(max_line_bytes)
-               + " bytes; skipped");
-        partial.clear();
-        skipping = true;
-      }
-      return;
-    }
-    if (skipping) {
-      skipping = false;
-    } else if (partial.empty()) {
-      on_line(chunk.data() + pos, nl - pos);
-    } else {
-      partial.append(chunk, pos, nl - pos);
-      if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null");
-        fail(seq, "null", errc::bad_request,
-             "line longer than " + std::to_string(max_line_bytes)
-               + " bytes; skipped");
-      } else {
-        on_line(partial.data(), partial.size());
-      }
-      partial.clear();
-    }
-    pos = nl + 1;
+caf::result<caf::ok_atom> bridge_state::on_data(std::string& chunk) {
+  if (input_ended || closing)
+    return caf::ok_atom::value;
+  // Readers send one chunk at a time; a second one joins the first.
+  if (input_pos < input.size()) {
+    input.erase(0, input_pos);
+    input += chunk;
+  } else {
+    input = std::move(chunk);
   }
+  input_pos = 0;
+  if (input_ack.pending())
+    input_ack.deliver(caf::ok_atom::value);
+  input_ack = self->make_response_promise();
+  auto ack = input_ack;
+  pump();
+  return ack;
+}
+
+bool bridge_state::paused() const {
+  return pending_output() >= max_pending_output
+         || blocked.size() >= max_open_requests;
+}
+
+void bridge_state::pump() {
+  if (pumping || finished)
+    return;
+  pumping = true;
+  while (!finished && input_pos < input.size() && !paused())
+    consume_line();
+  if (!finished && input_pos >= input.size()) {
+    if (input.capacity() > 0)
+      input = std::string{};
+    input_pos = 0;
+    if (input_ack.pending() && !paused())
+      input_ack.deliver(caf::ok_atom::value);
+    if (input_ended && !closing)
+      end_input();
+  }
+  pumping = false;
+}
+
+void bridge_state::consume_line() {
+  auto nl = input.find('\n', input_pos);
+  if (nl == std::string::npos) {
+    // An unterminated tail: keep it (up to the line limit) for later.
+    if (!skipping)
+      partial.append(input, input_pos, std::string::npos);
+    input_pos = input.size();
+    if (partial.size() > max_line_bytes) {
+      auto seq = open_slot("null");
+      fail(seq, "null", errc::bad_request,
+           "line longer than " + std::to_string(max_line_bytes)
+             + " bytes; skipped");
+      partial = std::string{};
+      skipping = true;
+    }
+    return;
+  }
+  if (skipping) {
+    skipping = false;
+  } else if (partial.empty()) {
+    on_line(input.data() + input_pos, nl - input_pos);
+  } else {
+    partial.append(input, input_pos, nl - input_pos);
+    if (partial.size() > max_line_bytes) {
+      auto seq = open_slot("null");
+      fail(seq, "null", errc::bad_request,
+           "line longer than " + std::to_string(max_line_bytes)
+             + " bytes; skipped");
+    } else {
+      on_line(partial.data(), partial.size());
+    }
+    partial = std::string{};
+  }
+  input_pos = nl + 1;
 }
 
 void bridge_state::on_line(const char* first, size_t size) {
@@ -658,7 +703,8 @@ void bridge_state::handle_line(const char* first, size_t size) {
     } else if (op == "subscribe") {
       self->request(pool, reply_timeout, subscribe_atom::value, connection)
         .then(
-          [this, seq, id](bool) {
+          [this, seq, id](bool ok) {
+            subscribed = subscribed || ok;
             if (unanswered(seq))
               answer(seq, ok_line(id, ordered_json{{"subscribed", true}}));
           },
@@ -674,12 +720,15 @@ void bridge_state::handle_line(const char* first, size_t size) {
 }
 
 void bridge_state::on_close() {
-  if (closing)
-    return;
+  input_ended = true;
+  pump();
+}
+
+void bridge_state::end_input() {
   // A last line without its newline still counts as a request.
   if (!partial.empty() && !skipping)
     on_line(partial.data(), partial.size());
-  partial.clear();
+  partial = std::string{};
   closing = true;
   if (detached) {
     maybe_finish();
@@ -718,6 +767,7 @@ void bridge_state::on_queued(const std::string& holder) {
       blocked.erase(i);
       drain();
       maybe_finish();
+      pump();
       return;
     }
   }
@@ -749,6 +799,7 @@ void bridge_state::answer(uint64_t seq, std::string line) {
   }
   drain();
   maybe_finish();
+  pump();
 }
 
 void bridge_state::fail(uint64_t seq, const std::string& id, errc code,
@@ -770,7 +821,40 @@ void bridge_state::fail(uint64_t seq, const std::string& id,
        "the pool is not available (" + self->system().render(err) + ")");
 }
 
+void bridge_state::on_event(const pool_event& ev) {
+  if (finished)
+    return;
+  bool own = ev.connection == connection;
+  if (!own) {
+    // The pool keeps sending a dropped subscriber's events: skip them here.
+    if (!subscribed)
+      return;
+    if (pending_output() >= max_subscriber_backlog) {
+      drop_subscription();
+      return;
+    }
+  }
+  write(event_line(ev));
+  if (own && ev.kind == pool_event_kind::queued)
+    on_queued(ev.holder);
+}
+
+void bridge_state::drop_subscription() {
+  subscribed = false;
+  auto pending = pending_output();
+  std::string line = "{\"event\":\"unsubscribed\",\"reason\":\"slow_reader\"";
+  append_field(line, "pending_bytes", pending);
+  append_field(line, "limit_bytes", max_subscriber_backlog);
+  line += '}';
+  write(line);
+  spdlog::warn("connection {}: {} bytes of output unread (limit {}); its "
+               "subscription to every event is dropped",
+               connection, pending, max_subscriber_backlog);
+}
+
 void bridge_state::write(const std::string& line) {
+  if (!sink)
+    return; // nobody reads any more
   out += line;
   out += '\n';
   if (!flush_scheduled) {
@@ -784,8 +868,25 @@ void bridge_state::write(const std::string& line) {
 void bridge_state::flush() {
   if (out.empty() || !sink)
     return;
+  unwritten += out.size();
   self->send(sink, std::move(out));
   out = std::string{};
+}
+
+void bridge_state::on_written(uint64_t bytes) {
+  unwritten -= std::min(bytes, unwritten);
+  pump();
+}
+
+void bridge_state::on_sink_down() {
+  sink = nullptr;
+  out = std::string{};
+  unwritten = 0;
+  pump();
+}
+
+size_t bridge_state::pending_output() const {
+  return out.size() + unwritten;
 }
 
 void bridge_state::maybe_finish() {
@@ -795,10 +896,16 @@ void bridge_state::maybe_finish() {
   flush();
   if (sink)
     self->send(sink, caf::close_atom::value);
+  if (input_ack.pending())
+    input_ack.deliver(caf::ok_atom::value);
   self->quit();
 }
 
 void bridge_state::on_pool_down() {
+  // Input not yet consumed is dropped: there is no pool to serve it.
+  input = std::string{};
+  input_pos = 0;
+  partial = std::string{};
   // Pending answers of a dead pool never come: fail them here, in order.
   auto acquires = std::move(waiting_acquires);
   waiting_acquires.clear();
@@ -843,9 +950,14 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
     return caf::exit_reason::unhandled_exception;
   });
   self->monitor(pool);
+  if (st.sink)
+    self->monitor(st.sink);
   self->set_down_handler([self](caf::down_msg& msg) {
-    if (msg.source == self->state.pool.address())
-      self->state.on_pool_down();
+    auto& st = self->state;
+    if (msg.source == st.pool.address())
+      st.on_pool_down();
+    else if (st.sink && msg.source == st.sink.address())
+      st.on_sink_down();
   });
   // Until the pool names this connection, input waits in the mailbox.
   self->request(pool, caf::infinite, attach_atom::value, caf::actor{self})
@@ -859,20 +971,17 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
         self->state.on_pool_down();
       });
   return {
-    [self](const std::string& chunk) {
-      self->state.on_data(chunk);
-      return caf::ok_atom::value;
+    [self](std::string& chunk) -> caf::result<caf::ok_atom> {
+      return self->state.on_data(chunk);
     },
     [self](caf::close_atom) {
       self->state.on_close();
     },
+    [self](written_atom, uint64_t bytes) {
+      self->state.on_written(bytes);
+    },
     [self](event_atom, const pool_event& ev) {
-      auto& st = self->state;
-      if (st.finished)
-        return;
-      st.write(event_line(ev));
-      if (ev.kind == pool_event_kind::queued && ev.connection == st.connection)
-        st.on_queued(ev.holder);
+      self->state.on_event(ev);
     },
     [self](caf::flush_atom) {
       self->state.flush_scheduled = false;

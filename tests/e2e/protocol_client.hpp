@@ -5,6 +5,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -41,9 +43,14 @@ class line_reader {
   std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-        auto line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
+      if (auto nl = buffer_.find('\n', pos_); nl != std::string::npos) {
+        auto line = buffer_.substr(pos_, nl - pos_);
+        pos_ = nl + 1;
+        // Compact now and then, not per line (bulk reads stay linear).
+        if (pos_ >= 65536 && pos_ * 2 >= buffer_.size()) {
+          buffer_.erase(0, pos_);
+          pos_ = 0;
+        }
         return line;
       }
       if (eof_)
@@ -52,7 +59,7 @@ class line_reader {
         deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0)
         throw std::runtime_error("timed out waiting for a line (have \""
-                                 + buffer_ + "\")");
+                                 + buffer_.substr(pos_, 200) + "\")");
       pollfd p{fd_, POLLIN, 0};
       auto rc = ::poll(&p, 1, static_cast<int>(left.count()));
       if (rc < 0 && errno == EINTR)
@@ -82,6 +89,8 @@ class line_reader {
  private:
   int fd_;
   std::string buffer_;
+  /// Where the unread part of `buffer_` starts.
+  size_t pos_ = 0;
   bool eof_ = false;
 };
 
@@ -179,8 +188,46 @@ class protocol_peer {
     }
   }
 
+  /// Reads raw lines until `n` responses (lines that start with `{"id":`)
+  /// have come, without parsing them (for bulk traffic); events pass by.
+  /// Returns the responses counted. Throws on timeout or end of output.
+  size_t count_responses(size_t n,
+                         std::chrono::milliseconds timeout = patience) {
+    size_t seen = 0;
+    while (seen < n) {
+      auto line = reader_.read_line(timeout);
+      if (!line)
+        throw std::runtime_error("the server closed the connection after "
+                                 + std::to_string(seen) + " responses");
+      if (line->rfind("{\"id\":", 0) == 0)
+        ++seen;
+    }
+    return seen;
+  }
+
+  /// Reads raw lines until one contains `needle` and returns it parsed;
+  /// the lines before it are dropped unparsed (for bulk traffic).
+  json skip_until(const std::string& needle,
+                  std::chrono::milliseconds timeout = patience) {
+    for (;;) {
+      auto line = reader_.read_line(timeout);
+      if (!line)
+        throw std::runtime_error("the server closed the connection before \""
+                                 + needle + "\"");
+      if (line->find(needle) != std::string::npos) {
+        raw.push_back(*line);
+        return json::parse(*line);
+      }
+    }
+  }
+
   /// Every line read so far, as text.
   std::vector<std::string> raw;
+
+  /// The descriptor requests are written to.
+  int out_fd() const {
+    return out_fd_;
+  }
 
  private:
   json next_unbuffered(std::chrono::milliseconds timeout) {
@@ -249,6 +296,17 @@ class serve_process {
     return line;
   }
 
+  /// Reads what standard error holds now without waiting, so a chatty
+  /// server never blocks on a full pipe; keeps the lines.
+  void skim_stderr() {
+    try {
+      while (auto line = err_reader_.read_line(std::chrono::milliseconds(1)))
+        err_lines.push_back(*line);
+    } catch (const std::runtime_error&) {
+      // nothing more for now
+    }
+  }
+
   /// Whether the child is still running (not exited, not reaped).
   bool running() {
     if (reaped_)
@@ -262,6 +320,11 @@ class serve_process {
       return false;
     }
     return true;
+  }
+
+  /// The exit code (or -signal) once running() or wait() saw the exit.
+  int exit_status() const {
+    return exit_status_;
   }
 
   /// Everything left on standard error until it closes.
@@ -324,9 +387,14 @@ class serve_process {
 /// A TCP connection to a server on loopback.
 class tcp_peer {
  public:
-  /// Connects to 127.0.0.1:`port`; throws when refused.
-  explicit tcp_peer(uint16_t port) {
+  /// Connects to 127.0.0.1:`port`; throws when refused. A `receive_buffer`
+  /// above 0 shrinks the socket's receive buffer (a reader that falls behind
+  /// sooner).
+  explicit tcp_peer(uint16_t port, int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer > 0)
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+                   sizeof receive_buffer);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -360,6 +428,41 @@ class tcp_peer {
  private:
   int fd_ = -1;
 };
+
+/// The resident memory of process `pid` in KiB (VmRSS in /proc), 0 when the
+/// process is gone.
+inline uint64_t vm_rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stoull(line.substr(6));
+  return 0;
+}
+
+/// Writes `data` to `fd` for as long as the reader on the other side takes
+/// it; gives up once the descriptor stayed unwritable for `stall` (the
+/// reader stopped reading). Returns how many bytes were written.
+inline size_t write_until_stalled(int fd, const std::string& data,
+                                  std::chrono::milliseconds stall) {
+  auto flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  size_t done = 0;
+  while (done < data.size()) {
+    auto n = ::write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      break;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(stall.count())) == 0)
+      break;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return done;
+}
 
 /// An acquire request.
 inline json acquire(const json& id, const std::string& session,

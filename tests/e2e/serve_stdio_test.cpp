@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e/protocol_client.hpp"
@@ -531,6 +532,93 @@ CAF_TEST(error messages quote only a short excerpt of what the client sent) {
   }
   auto r = p.call({{"id", 9}, {"op", "hello"}});
   CAF_CHECK_EQUAL(r["ok"], true);
+}
+
+CAF_TEST(a harness that does not read its answers stops being read with bounded
+           memory
+         and then gets every answer once it reads) {
+  SERVE("{}");
+  auto& p = srv.peer;
+  p.call({{"id", "first"}, {"op", "hello"}});
+  auto before = vm_rss_kib(srv.process.pid());
+  // Each hello answer is about ten times its request: without a bound on
+  // pending output the server grows by megabytes per burst.
+  std::string burst;
+  for (int i = 0; i < 20000; ++i)
+    burst += "{\"id\":" + std::to_string(i) + ",\"op\":\"hello\"}\n";
+  constexpr size_t cap = 8 << 20;
+  size_t sent = 0;
+  size_t from = 0; // where in `burst` the next write starts
+  while (sent < cap) {
+    auto part = burst.substr(from);
+    auto n = write_until_stalled(p.out_fd(), part, 2000ms);
+    sent += n;
+    from = (from + n) % burst.size();
+    if (n < part.size())
+      break;
+  }
+  auto during = vm_rss_kib(srv.process.pid());
+  CAF_MESSAGE("input taken before the server stopped reading: "
+              << sent << " bytes; VmRSS " << before << " -> " << during
+              << " KiB");
+  CAF_CHECK_LESS(sent, cap);
+  CAF_CHECK_LESS(during, before + 48 * 1024);
+  // Finish the line cut by the stall while reading, then count: every line
+  // sent has exactly one answer, in order.
+  size_t lines = 0;
+  for (size_t i = 0; i < sent; ++i)
+    if (burst[(i) % burst.size()] == '\n')
+      ++lines;
+  std::string rest;
+  if (from != 0 && burst[from - 1] != '\n') {
+    rest = burst.substr(from, burst.find('\n', from) + 1 - from);
+    ++lines;
+  }
+  std::thread finisher([&] {
+    size_t done = 0;
+    while (done < rest.size()) {
+      auto n = ::write(p.out_fd(), rest.data() + done, rest.size() - done);
+      if (n <= 0)
+        break;
+      done += static_cast<size_t>(n);
+    }
+  });
+  size_t answers = 0;
+  int64_t expected_id = 0;
+  bool in_order = true;
+  while (answers < lines) {
+    auto x = p.next(10000ms);
+    if (!x.contains("id"))
+      continue;
+    if (x["id"] != expected_id)
+      in_order = false;
+    expected_id = (expected_id + 1) % 20000;
+    ++answers;
+  }
+  finisher.join();
+  CAF_CHECK(in_order);
+  CAF_CHECK_EQUAL(answers, lines);
+  auto after = p.call({{"id", "last"}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(after["ok"], true);
+  CAF_CHECK(p.silent(200ms));
+}
+
+CAF_TEST(SIGTERM stops a server whose output nobody reads) {
+  SERVE("{}");
+  auto& p = srv.peer;
+  p.call({{"id", "first"}, {"op", "hello"}});
+  std::string burst;
+  for (int i = 0; i < 20000; ++i)
+    burst += "{\"id\":" + std::to_string(i) + ",\"op\":\"hello\"}\n";
+  size_t sent = 0;
+  while (sent < (4u << 20)) {
+    auto n = write_until_stalled(p.out_fd(), burst, 1000ms);
+    sent += n;
+    if (n < burst.size())
+      break;
+  }
+  srv.process.signal(SIGTERM);
+  CAF_CHECK_EQUAL(srv.process.wait(10000ms), 0);
 }
 
 CAF_TEST(a bad config exits 2 naming the key) {
