@@ -473,7 +473,7 @@ caf::result<caf::ok_atom> bridge_state::on_data(std::string& chunk) {
 
 bool bridge_state::paused() const {
   return pending_output() >= max_pending_output
-         || blocked.size() >= max_open_requests;
+         || blocked.size() >= max_open_requests || status_open;
 }
 
 void bridge_state::pump() {
@@ -693,13 +693,21 @@ void bridge_state::handle_line(const char* first, size_t size) {
         self->request(pool, reply_timeout, end_atom::value, session)
           .then(reply, on_error);
     } else if (op == "status") {
+      // A status answer lists every holder (names of any length), so one
+      // pipelined burst of them could outgrow any output bound: input
+      // waits while one is being answered.
+      status_open = true;
       self->request(pool, reply_timeout, status_atom::value)
         .then(
           [this, seq, id](pool_status& st) {
+            status_open = false;
             if (unanswered(seq))
               answer(seq, ok_line(id, status_fields(st)));
           },
-          on_error);
+          [this, on_error](caf::error& err) {
+            status_open = false;
+            on_error(err);
+          });
     } else if (op == "subscribe") {
       self->request(pool, reply_timeout, subscribe_atom::value, connection)
         .then(

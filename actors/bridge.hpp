@@ -19,8 +19,9 @@
 //   reports with (written_atom, bytes) what left its queue.
 // - Backpressure: the bridge stops consuming input (and withholds the `ok`
 //   of the chunk at hand) while more than max_pending_output bytes of its
-//   output are unwritten or max_open_requests requests are unanswered; a
-//   connection that does not read its answers is not read either. A
+//   output are unwritten, max_open_requests requests are unanswered, or a
+//   `status` (whose answer grows with the pool) is; a connection that does
+//   not read its answers is not read either. A
 //   subscriber more than max_subscriber_backlog bytes behind loses its
 //   subscription, with a last `unsubscribed` event; its own holders' events
 //   and its answers still come.
@@ -127,8 +128,8 @@ struct bridge_state {
   /// request, then the bridge detaches from the pool.
   void end_input();
 
-  /// Whether input waits (too much output unwritten or too many requests
-  /// open).
+  /// Whether input waits (too much output unwritten, too many requests
+  /// open, or a status open).
   bool paused() const;
 
   // -- output -----------------------------------------------------------------
@@ -233,6 +234,9 @@ struct bridge_state {
 
   /// Whether this connection gets other connections' events.
   bool subscribed = false;
+
+  /// Whether a `status` request is being answered (input waits meanwhile).
+  bool status_open = false;
 
   /// The number the next request's slot gets.
   uint64_t next_seq = 0;

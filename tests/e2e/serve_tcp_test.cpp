@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e/protocol_client.hpp"
@@ -266,6 +267,32 @@ CAF_TEST(subscribers that do not read are dropped with an unsubscribed event
     for (auto& line : sub->peer.raw)
       CAF_CHECK(line.find("\"late\"") == std::string::npos);
   }
+}
+
+CAF_TEST(pipelined status requests with a huge holder name in the pool stay
+           within the output bound) {
+  start(R"({"maxParallel": 2, "mode": "global"})");
+  tcp_peer a{port, 4096};
+  tcp_peer watcher{port};
+  // A legal but huge name makes every status answer about 900 KB.
+  auto huge = std::string(900000, 'n');
+  auto granted = a.peer.call(acquire(1, "s", huge));
+  CAF_REQUIRE_EQUAL(granted["ok"], true);
+  auto before = vm_rss_kib(server->pid());
+  std::string burst;
+  for (int i = 0; i < 500; ++i)
+    burst += R"({"id":2,"op":"status"})"
+             "\n";
+  write_until_stalled(a.peer.out_fd(), burst, 1000ms);
+  // Let the server take what it will; the watcher is answered meanwhile.
+  std::this_thread::sleep_for(1000ms);
+  auto st = watcher.peer.call({{"id", 1}, {"op", "hello"}}, 10000ms);
+  CAF_CHECK_EQUAL(st["ok"], true);
+  auto during = vm_rss_kib(server->pid());
+  CAF_MESSAGE("VmRSS with 500 status requests of 900 KB answers pending: "
+              << before << " -> " << during << " KiB");
+  // Sixty-four answers in flight at once would be over 50 MB.
+  CAF_CHECK_LESS(during, before + 24 * 1024);
 }
 
 CAF_TEST(SIGTERM stops a listening server with exit 0) {
