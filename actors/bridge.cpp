@@ -1,8 +1,10 @@
 #include "actors/bridge.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
@@ -33,6 +35,36 @@ std::string quoted(const std::string& key) {
   return "\"" + key + "\"";
 }
 
+/// The first max_quoted_bytes of `text`, not splitting a UTF-8 character.
+std::string head(const std::string& text) {
+  size_t cut = bridge_state::max_quoted_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80)
+    --cut;
+  return text.substr(0, cut);
+}
+
+/// `text` as is when short, else its head, "…" and its full size.
+std::string excerpt(const std::string& text) {
+  if (text.size() <= bridge_state::max_quoted_bytes)
+    return text;
+  return head(text) + "\xe2\x80\xa6 (" + std::to_string(text.size())
+         + " bytes)";
+}
+
+/// A client's text for an error message: between `quote`s, and cut when
+/// long (the size follows the closing quote).
+std::string quote_text(const std::string& text, char quote = '"') {
+  if (text.size() <= bridge_state::max_quoted_bytes)
+    return quote + text + quote;
+  return quote + head(text) + "\xe2\x80\xa6" + quote + " ("
+         + std::to_string(text.size()) + " bytes)";
+}
+
+/// A client's value for an error message: its JSON, cut when long.
+std::string quote_value(const json& value) {
+  return excerpt(value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 /// A required, non-empty string field.
 std::string need_string(const json& req, const std::string& key) {
   auto i = req.find(key);
@@ -40,7 +72,7 @@ std::string need_string(const json& req, const std::string& key) {
     throw bad_field("missing field " + quoted(key));
   if (!i->is_string())
     throw bad_field("field " + quoted(key) + " must be a string, got "
-                    + i->dump());
+                    + quote_value(*i));
   auto value = i->get<std::string>();
   if (value.empty())
     throw bad_field("field " + quoted(key) + " must not be empty");
@@ -63,8 +95,8 @@ holder_kind need_kind(const json& req) {
   if (text == "background")
     return holder_kind::background;
   throw bad_field("field \"kind\" must be \"foreground\" or \"background\", "
-                  "got \""
-                  + text + "\"");
+                  "got "
+                  + quote_text(text));
 }
 
 release_reason need_reason(const json& req) {
@@ -76,8 +108,180 @@ release_reason need_reason(const json& req) {
   if (text == "aborted")
     return release_reason::aborted;
   throw bad_field("field \"reason\" must be \"completed\", \"error\" or "
-                  "\"aborted\", got \""
-                  + text + "\"");
+                  "\"aborted\", got "
+                  + quote_text(text));
+}
+
+/// One line parsed: the request (null when unreadable), what went wrong,
+/// and the id's own text when it is a floating-point number (echoed as
+/// sent, not as a double prints it).
+struct parsed_line {
+  json value;
+  /// The parser's complaint; empty when the line is JSON.
+  std::string error;
+  /// Whether the parser stopped at a number out of a double's range.
+  bool out_of_range = false;
+  /// Whether some value nested deeper than max_nesting (left out).
+  bool too_deep = false;
+  /// The top-level field that held it ("" when not in an object).
+  std::string deep_field;
+  /// The text of a floating-point `id`.
+  std::string id_text;
+};
+
+/// Builds a document from the parser's events as nlohmann's own builder
+/// does, but never deeper than max_nesting: a deeper value is skipped
+/// and noted. So no hostile nesting reaches code that recurses per level
+/// (dump, copy, comparison).
+class bounded_builder {
+ public:
+  explicit bounded_builder(parsed_line& out) : out_(out) {}
+
+  bool null() {
+    return put(nullptr);
+  }
+
+  bool boolean(bool x) {
+    return put(x);
+  }
+
+  bool number_integer(json::number_integer_t x) {
+    return put(x);
+  }
+
+  bool number_unsigned(json::number_unsigned_t x) {
+    return put(x);
+  }
+
+  bool number_float(json::number_float_t x, const std::string& text) {
+    if (skip_ == 0 && stack_.size() == 1 && key_ == "id")
+      out_.id_text = text;
+    return put(x);
+  }
+
+  bool string(std::string& x) {
+    return put(std::move(x));
+  }
+
+  bool binary(json::binary_t& x) {
+    return put(std::move(x));
+  }
+
+  bool start_object(size_t) {
+    return open(json::value_t::object);
+  }
+
+  bool start_array(size_t) {
+    return open(json::value_t::array);
+  }
+
+  bool key(std::string& x) {
+    if (skip_ > 0)
+      return true;
+    if (stack_.size() == 1) {
+      key_ = x;
+      if (x == "id") // a repeated id replaces the earlier one
+        out_.id_text.clear();
+    }
+    slot_ = &(*stack_.back())[x];
+    return true;
+  }
+
+  bool end_object() {
+    return close();
+  }
+
+  bool end_array() {
+    return close();
+  }
+
+  bool parse_error(size_t, const std::string&, const json::exception& e) {
+    out_.error = e.what();
+    out_.out_of_range = e.id == 406;
+    return false;
+  }
+
+ private:
+  json* place(json&& x) {
+    if (stack_.empty()) {
+      out_.value = std::move(x);
+      return &out_.value;
+    }
+    auto& top = *stack_.back();
+    if (top.is_array()) {
+      top.push_back(std::move(x));
+      return &top.back();
+    }
+    *slot_ = std::move(x);
+    return slot_;
+  }
+
+  template<class T>
+  bool put(T&& x) {
+    if (skip_ == 0)
+      place(json(std::forward<T>(x)));
+    return true;
+  }
+
+  bool open(json::value_t type) {
+    if (skip_ > 0) {
+      ++skip_;
+    } else if (stack_.size() >= bridge_state::max_nesting) {
+      if (!out_.too_deep) {
+        out_.too_deep = true;
+        out_.deep_field = key_;
+      }
+      skip_ = 1;
+    } else {
+      stack_.push_back(place(json(type)));
+    }
+    return true;
+  }
+
+  bool close() {
+    if (skip_ > 0)
+      --skip_;
+    else
+      stack_.pop_back();
+    return true;
+  }
+
+  parsed_line& out_;
+  /// The open containers, outermost first.
+  std::vector<json*> stack_;
+  /// Where the value after an object key goes.
+  json* slot_ = nullptr;
+  /// The latest key of the outermost object.
+  std::string key_;
+  /// Open containers inside a skipped (too deep) value.
+  size_t skip_ = 0;
+};
+
+parsed_line parse_line(const char* first, size_t size) {
+  parsed_line result;
+  bounded_builder builder{result};
+  json::sax_parse(first, first + size, &builder);
+  if (!result.error.empty())
+    result.value = nullptr;
+  return result;
+}
+
+/// The parser's complaint for a client: without nlohmann's "[json.…] "
+/// prefix, and with the token it quotes cut to max_quoted_bytes.
+std::string parse_message(const parsed_line& line) {
+  std::string text = line.error;
+  if (auto pos = text.find("] "); pos != std::string::npos)
+    text = text.substr(pos + 2);
+  if (auto open = text.find('\''); open != std::string::npos) {
+    auto close = text.rfind('\'');
+    if (close > open)
+      text = text.substr(0, open)
+             + quote_text(text.substr(open + 1, close - open - 1), '\'')
+             + text.substr(close + 1);
+  }
+  if (line.out_of_range)
+    return "a number out of range (" + text + ")";
+  return "not JSON: " + text;
 }
 
 /// `{"id":<id>,"ok":true` followed by `fields` (an object) and `}`.
@@ -132,7 +336,7 @@ void append_field(std::string& out, const char* key, const std::string& value) {
   append_string(out, value);
 }
 
-template <class Integer>
+template<class Integer>
 void append_field(std::string& out, const char* key, Integer value) {
   out += ",\"";
   out += key;
@@ -225,14 +429,6 @@ ordered_json status_fields(const pool_status& st) {
     {"mode", st.mode}, {"max_parallel", st.max_parallel}, {"pools", pools}};
 }
 
-/// The parser's message without its "[json.exception…] " prefix.
-std::string parse_message(const json::parse_error& e) {
-  std::string text = e.what();
-  if (auto pos = text.find("] "); pos != std::string::npos)
-    text = text.substr(pos + 2);
-  return "not JSON: " + text;
-}
-
 bool blank(const char* first, size_t size) {
   for (size_t i = 0; i < size; ++i)
     if (first[i] != ' ' && first[i] != '\t' && first[i] != '\r')
@@ -248,82 +444,165 @@ bridge_state::bridge_state(caf::event_based_actor* self) : self(self) {
   // nop
 }
 
+bridge_state::~bridge_state() {
+  if (input_ack.pending())
+    input_ack.deliver(
+      caf::make_error(errc::shutting_down, "the connection is closed"));
+}
+
 // -- input --------------------------------------------------------------------
 
-void bridge_state::on_data(const std::string& chunk) {
-  if (closing)
-    return;
-  size_t pos = 0;
-  while (pos < chunk.size()) {
-    auto nl = chunk.find('\n', pos);
-    if (nl == std::string::npos) {
-      // An unterminated tail: keep it (up to the line limit) for later.
-      if (!skipping)
-        partial.append(chunk, pos, std::string::npos);
-      if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null");
-        fail(seq, "null", errc::bad_request,
-             "line longer than " + std::to_string(max_line_bytes)
-               + " bytes; skipped");
-        partial.clear();
-        skipping = true;
-      }
-      return;
-    }
-    if (skipping) {
-      skipping = false;
-    } else if (partial.empty()) {
-      on_line(chunk.data() + pos, nl - pos);
-    } else {
-      partial.append(chunk, pos, nl - pos);
-      if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null");
-        fail(seq, "null", errc::bad_request,
-             "line longer than " + std::to_string(max_line_bytes)
-               + " bytes; skipped");
-      } else {
-        on_line(partial.data(), partial.size());
-      }
-      partial.clear();
-    }
-    pos = nl + 1;
+caf::result<caf::ok_atom> bridge_state::on_data(std::string& chunk) {
+  if (input_ended || closing)
+    return caf::ok_atom::value;
+  // Readers send one chunk at a time; a second one joins the first.
+  if (input_pos < input.size()) {
+    input.erase(0, input_pos);
+    input += chunk;
+  } else {
+    input = std::move(chunk);
   }
+  input_pos = 0;
+  if (input_ack.pending())
+    input_ack.deliver(caf::ok_atom::value);
+  input_ack = self->make_response_promise();
+  auto ack = input_ack;
+  pump();
+  return ack;
+}
+
+bool bridge_state::paused() const {
+  return pending_output() >= max_pending_output
+         || blocked.size() >= max_open_requests || status_open;
+}
+
+void bridge_state::pump() {
+  if (pumping || finished)
+    return;
+  pumping = true;
+  while (!finished && input_pos < input.size() && !paused())
+    consume_line();
+  if (!finished && input_pos >= input.size()) {
+    if (input.capacity() > 0)
+      input = std::string{};
+    input_pos = 0;
+    if (input_ack.pending() && !paused())
+      input_ack.deliver(caf::ok_atom::value);
+    if (input_ended && !closing)
+      end_input();
+  }
+  pumping = false;
+}
+
+void bridge_state::consume_line() {
+  auto nl = input.find('\n', input_pos);
+  if (nl == std::string::npos) {
+    // An unterminated tail: keep it (up to the line limit) for later.
+    if (!skipping)
+      partial.append(input, input_pos, std::string::npos);
+    input_pos = input.size();
+    if (partial.size() > max_line_bytes) {
+      auto seq = open_slot("null");
+      fail(seq, "null", errc::bad_request,
+           "line longer than " + std::to_string(max_line_bytes)
+             + " bytes; skipped");
+      partial = std::string{};
+      skipping = true;
+    }
+    return;
+  }
+  if (skipping) {
+    skipping = false;
+  } else if (partial.empty()) {
+    on_line(input.data() + input_pos, nl - input_pos);
+  } else {
+    partial.append(input, input_pos, nl - input_pos);
+    if (partial.size() > max_line_bytes) {
+      auto seq = open_slot("null");
+      fail(seq, "null", errc::bad_request,
+           "line longer than " + std::to_string(max_line_bytes)
+             + " bytes; skipped");
+    } else {
+      on_line(partial.data(), partial.size());
+    }
+    partial = std::string{};
+  }
+  input_pos = nl + 1;
 }
 
 void bridge_state::on_line(const char* first, size_t size) {
+  // Whatever goes wrong, the line gets its one answer and the connection
+  // lives on; nothing escapes to CAF (whose default handler prints on
+  // standard output).
+  auto seq = next_seq;
+  try {
+    handle_line(first, size);
+  } catch (const std::exception& e) {
+    spdlog::error("connection {}: a request failed unexpectedly: {}",
+                  connection, e.what());
+    std::string id = "null";
+    if (next_seq == seq) {
+      seq = open_slot(id);
+    } else if (auto i = blocked.find(seq); i != blocked.end()) {
+      id = i->second.id;
+    }
+    waiting_acquires.erase(seq);
+    if (unanswered(seq))
+      fail(seq, id, errc::bad_request,
+           "the request could not be handled: " + excerpt(e.what()));
+  }
+}
+
+void bridge_state::handle_line(const char* first, size_t size) {
   if (size > 0 && first[size - 1] == '\r')
     --size;
   // Blank lines carry no request; harnesses often end a batch with one.
   if (blank(first, size))
     return;
-  json req;
-  try {
-    req = json::parse(first, first + size);
-  } catch (const json::parse_error& e) {
+  auto parsed = parse_line(first, size);
+  if (!parsed.error.empty()) {
     auto seq = open_slot("null");
-    fail(seq, "null", errc::bad_request, parse_message(e));
+    fail(seq, "null", errc::bad_request, parse_message(parsed));
     return;
   }
+  auto& req = parsed.value;
   if (!req.is_object()) {
     auto seq = open_slot("null");
     fail(seq, "null", errc::bad_request,
-         "a request must be a JSON object, got " + std::string{req.type_name()});
+         "a request must be a JSON object, got "
+           + std::string{req.type_name()});
     return;
   }
   std::string id = "null";
   std::string id_problem;
-  if (auto i = req.find("id"); i == req.end() || i->is_null())
+  if (auto i = req.find("id"); parsed.too_deep && parsed.deep_field == "id")
+    id_problem = "field \"id\" nests deeper than " + std::to_string(max_nesting)
+                 + " levels";
+  else if (i == req.end() || i->is_null())
     id_problem = "missing field \"id\"";
   else if (i->is_number() || i->is_string())
-    id = i->dump(-1, ' ', false, json::error_handler_t::replace);
+    id = !parsed.id_text.empty()
+           ? parsed.id_text
+           : i->dump(-1, ' ', false, json::error_handler_t::replace);
   else
-    id_problem = "field \"id\" must be a number or a string, got " + i->dump();
+    id_problem
+      = "field \"id\" must be a number or a string, got " + quote_value(*i);
+  if (parsed.too_deep && id_problem.empty()) {
+    auto seq = open_slot(id);
+    std::string where = parsed.deep_field.empty()
+                          ? std::string{}
+                          : " in field " + quote_text(parsed.deep_field);
+    fail(seq, id, errc::bad_request,
+         "JSON nested deeper than " + std::to_string(max_nesting) + " levels"
+           + where + "; the request was not read");
+    return;
+  }
   std::string op;
   std::string op_problem;
   if (auto i = req.find("op"); i == req.end() || i->is_null())
     op_problem = "missing field \"op\"";
   else if (!i->is_string())
-    op_problem = "field \"op\" must be a string, got " + i->dump();
+    op_problem = "field \"op\" must be a string, got " + quote_value(*i);
   else
     op = i->get<std::string>();
   bool is_acquire = op_problem.empty() && id_problem.empty() && op == "acquire";
@@ -334,7 +613,7 @@ void bridge_state::on_line(const char* first, size_t size) {
   auto seq = open_slot(id, holder, is_acquire);
   if (!op_problem.empty() || !id_problem.empty()) {
     fail(seq, id, errc::bad_request,
-         op_problem.empty() ? id_problem : op_problem);
+         id_problem.empty() ? op_problem : id_problem);
     return;
   }
   auto on_error = [this, seq, id](caf::error& err) {
@@ -414,24 +693,33 @@ void bridge_state::on_line(const char* first, size_t size) {
         self->request(pool, reply_timeout, end_atom::value, session)
           .then(reply, on_error);
     } else if (op == "status") {
+      // A status answer lists every holder (names of any length), so one
+      // pipelined burst of them could outgrow any output bound: input
+      // waits while one is being answered.
+      status_open = true;
       self->request(pool, reply_timeout, status_atom::value)
         .then(
           [this, seq, id](pool_status& st) {
+            status_open = false;
             if (unanswered(seq))
               answer(seq, ok_line(id, status_fields(st)));
           },
-          on_error);
+          [this, on_error](caf::error& err) {
+            status_open = false;
+            on_error(err);
+          });
     } else if (op == "subscribe") {
       self->request(pool, reply_timeout, subscribe_atom::value, connection)
         .then(
-          [this, seq, id](bool) {
+          [this, seq, id](bool ok) {
+            subscribed = subscribed || ok;
             if (unanswered(seq))
               answer(seq, ok_line(id, ordered_json{{"subscribed", true}}));
           },
           on_error);
     } else {
       fail(seq, id, errc::bad_request,
-           "unknown op \"" + op + "\" (known: " + known_ops + ")");
+           "unknown op " + quote_text(op) + " (known: " + known_ops + ")");
     }
   } catch (const bad_field& e) {
     waiting_acquires.erase(seq);
@@ -440,12 +728,15 @@ void bridge_state::on_line(const char* first, size_t size) {
 }
 
 void bridge_state::on_close() {
-  if (closing)
-    return;
+  input_ended = true;
+  pump();
+}
+
+void bridge_state::end_input() {
   // A last line without its newline still counts as a request.
   if (!partial.empty() && !skipping)
     on_line(partial.data(), partial.size());
-  partial.clear();
+  partial = std::string{};
   closing = true;
   if (detached) {
     maybe_finish();
@@ -471,8 +762,8 @@ void bridge_state::on_close() {
 uint64_t bridge_state::open_slot(std::string id, std::string holder,
                                  bool acquire) {
   auto seq = next_seq++;
-  blocked.emplace(seq, response_slot{std::move(id), {}, acquire,
-                                     std::move(holder)});
+  blocked.emplace(seq,
+                  response_slot{std::move(id), {}, acquire, std::move(holder)});
   return seq;
 }
 
@@ -484,6 +775,7 @@ void bridge_state::on_queued(const std::string& holder) {
       blocked.erase(i);
       drain();
       maybe_finish();
+      pump();
       return;
     }
   }
@@ -515,6 +807,7 @@ void bridge_state::answer(uint64_t seq, std::string line) {
   }
   drain();
   maybe_finish();
+  pump();
 }
 
 void bridge_state::fail(uint64_t seq, const std::string& id, errc code,
@@ -536,7 +829,40 @@ void bridge_state::fail(uint64_t seq, const std::string& id,
        "the pool is not available (" + self->system().render(err) + ")");
 }
 
+void bridge_state::on_event(const pool_event& ev) {
+  if (finished)
+    return;
+  bool own = ev.connection == connection;
+  if (!own) {
+    // The pool keeps sending a dropped subscriber's events: skip them here.
+    if (!subscribed)
+      return;
+    if (pending_output() >= max_subscriber_backlog) {
+      drop_subscription();
+      return;
+    }
+  }
+  write(event_line(ev));
+  if (own && ev.kind == pool_event_kind::queued)
+    on_queued(ev.holder);
+}
+
+void bridge_state::drop_subscription() {
+  subscribed = false;
+  auto pending = pending_output();
+  std::string line = "{\"event\":\"unsubscribed\",\"reason\":\"slow_reader\"";
+  append_field(line, "pending_bytes", pending);
+  append_field(line, "limit_bytes", max_subscriber_backlog);
+  line += '}';
+  write(line);
+  spdlog::warn("connection {}: {} bytes of output unread (limit {}); its "
+               "subscription to every event is dropped",
+               connection, pending, max_subscriber_backlog);
+}
+
 void bridge_state::write(const std::string& line) {
+  if (!sink)
+    return; // nobody reads any more
   out += line;
   out += '\n';
   if (!flush_scheduled) {
@@ -550,8 +876,25 @@ void bridge_state::write(const std::string& line) {
 void bridge_state::flush() {
   if (out.empty() || !sink)
     return;
+  unwritten += out.size();
   self->send(sink, std::move(out));
   out = std::string{};
+}
+
+void bridge_state::on_written(uint64_t bytes) {
+  unwritten -= std::min(bytes, unwritten);
+  pump();
+}
+
+void bridge_state::on_sink_down() {
+  sink = nullptr;
+  out = std::string{};
+  unwritten = 0;
+  pump();
+}
+
+size_t bridge_state::pending_output() const {
+  return out.size() + unwritten;
 }
 
 void bridge_state::maybe_finish() {
@@ -561,10 +904,16 @@ void bridge_state::maybe_finish() {
   flush();
   if (sink)
     self->send(sink, caf::close_atom::value);
+  if (input_ack.pending())
+    input_ack.deliver(caf::ok_atom::value);
   self->quit();
 }
 
 void bridge_state::on_pool_down() {
+  // Input not yet consumed is dropped: there is no pool to serve it.
+  input = std::string{};
+  input_pos = 0;
+  partial = std::string{};
   // Pending answers of a dead pool never come: fail them here, in order.
   auto acquires = std::move(waiting_acquires);
   waiting_acquires.clear();
@@ -589,32 +938,58 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
   st.pool = pool;
   st.config = std::move(cfg);
   st.sink = std::move(sink);
+  // CAF's defaults print unexpected messages and exceptions on standard
+  // output, which is the protocol's own stream under --stdio: log instead.
+  self->set_default_handler(
+    [](caf::scheduled_actor* ptr,
+       caf::message_view& x) -> caf::result<caf::message> {
+      spdlog::warn("{}: unexpected message {}", ptr->name(),
+                   x.content().stringify());
+      return caf::sec::unexpected_message;
+    });
+  self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
+    try {
+      std::rethrow_exception(eptr);
+    } catch (const std::exception& e) {
+      spdlog::error("connection {}: {}", self->state.connection, e.what());
+    } catch (...) {
+      spdlog::error("connection {}: unknown exception", self->state.connection);
+    }
+    return caf::exit_reason::unhandled_exception;
+  });
   self->monitor(pool);
+  if (st.sink)
+    self->monitor(st.sink);
   self->set_down_handler([self](caf::down_msg& msg) {
-    if (msg.source == self->state.pool.address())
-      self->state.on_pool_down();
+    auto& st = self->state;
+    if (msg.source == st.pool.address())
+      st.on_pool_down();
+    else if (st.sink && msg.source == st.sink.address())
+      st.on_sink_down();
   });
   // Until the pool names this connection, input waits in the mailbox.
   self->request(pool, caf::infinite, attach_atom::value, caf::actor{self})
-    .await([self](uint64_t id) { self->state.connection = id; },
-           [self](caf::error& err) {
-             spdlog::error("the pool refused a connection: {}",
-                           self->system().render(err));
-             self->state.on_pool_down();
-           });
+    .await(
+      [self](uint64_t id) {
+        self->state.connection = id;
+      },
+      [self](caf::error& err) {
+        spdlog::error("the pool refused a connection: {}",
+                      self->system().render(err));
+        self->state.on_pool_down();
+      });
   return {
-    [self](const std::string& chunk) {
-      self->state.on_data(chunk);
-      return caf::ok_atom::value;
+    [self](std::string& chunk) -> caf::result<caf::ok_atom> {
+      return self->state.on_data(chunk);
     },
-    [self](caf::close_atom) { self->state.on_close(); },
+    [self](caf::close_atom) {
+      self->state.on_close();
+    },
+    [self](written_atom, uint64_t bytes) {
+      self->state.on_written(bytes);
+    },
     [self](event_atom, const pool_event& ev) {
-      auto& st = self->state;
-      if (st.finished)
-        return;
-      st.write(event_line(ev));
-      if (ev.kind == pool_event_kind::queued && ev.connection == st.connection)
-        st.on_queued(ev.holder);
+      self->state.on_event(ev);
     },
     [self](caf::flush_atom) {
       self->state.flush_scheduled = false;

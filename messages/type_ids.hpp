@@ -76,6 +76,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce, caf::first_custom_type_id)
   CAF_ADD_ATOM(taskforce, taskforce, attach_atom, "attach")
   CAF_ADD_ATOM(taskforce, taskforce, detach_atom, "detach")
   CAF_ADD_ATOM(taskforce, taskforce, event_atom, "event")
+  // Transports: a sink tells its bridge how many output bytes left its queue;
+  // a connection resumes reading its socket.
+  CAF_ADD_ATOM(taskforce, taskforce, written_atom, "written")
+  CAF_ADD_ATOM(taskforce, taskforce, read_atom, "read")
   // Timers (watchdog).
   CAF_ADD_ATOM(taskforce, taskforce, arm_atom, "arm")
   CAF_ADD_ATOM(taskforce, taskforce, disarm_atom, "disarm")
