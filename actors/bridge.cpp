@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/log_handlers.hpp"
+
 namespace taskforce {
 
 namespace {
@@ -938,25 +940,7 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
   st.pool = pool;
   st.config = std::move(cfg);
   st.sink = std::move(sink);
-  // CAF's defaults print unexpected messages and exceptions on standard
-  // output, which is the protocol's own stream under --stdio: log instead.
-  self->set_default_handler(
-    [](caf::scheduled_actor* ptr,
-       caf::message_view& x) -> caf::result<caf::message> {
-      spdlog::warn("{}: unexpected message {}", ptr->name(),
-                   x.content().stringify());
-      return caf::sec::unexpected_message;
-    });
-  self->set_exception_handler([self](std::exception_ptr& eptr) -> caf::error {
-    try {
-      std::rethrow_exception(eptr);
-    } catch (const std::exception& e) {
-      spdlog::error("connection {}: {}", self->state.connection, e.what());
-    } catch (...) {
-      spdlog::error("connection {}: unknown exception", self->state.connection);
-    }
-    return caf::exit_reason::unhandled_exception;
-  });
+  log_instead_of_printing(self);
   self->monitor(pool);
   if (st.sink)
     self->monitor(st.sink);

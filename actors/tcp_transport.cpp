@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/bridge.hpp"
+#include "actors/log_handlers.hpp"
 
 namespace taskforce {
 
@@ -24,29 +25,6 @@ constexpr size_t read_chunk = 64 * 1024;
 /// down under them; a client that never reads would otherwise keep the
 /// server from exiting.
 constexpr auto close_linger = std::chrono::seconds(2);
-
-/// CAF's defaults print unexpected messages and exceptions on standard
-/// output; a server logs them instead.
-template<class Self>
-void log_instead_of_printing(Self* self) {
-  self->set_default_handler(
-    [](caf::scheduled_actor* ptr,
-       caf::message_view& x) -> caf::result<caf::message> {
-      spdlog::warn("{}: unexpected message {}", ptr->name(),
-                   x.content().stringify());
-      return caf::sec::unexpected_message;
-    });
-  self->set_exception_handler([](std::exception_ptr& eptr) -> caf::error {
-    try {
-      std::rethrow_exception(eptr);
-    } catch (const std::exception& e) {
-      spdlog::error("TCP transport: {}", e.what());
-    } catch (...) {
-      spdlog::error("TCP transport: unknown exception");
-    }
-    return caf::exit_reason::unhandled_exception;
-  });
-}
 
 // One connection: the socket is read one chunk at a time, and read again
 // only once the bridge answered `ok` for the last one (it withholds that
