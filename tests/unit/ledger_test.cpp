@@ -19,11 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "src/cli/run_view.hpp"
 #include "src/store/ledger.hpp"
 #include "test.hpp"
 
 using namespace taskforce;
 using namespace taskforce::store;
+using cli::to_json_line;
+using cli::to_status_json;
 using json = nlohmann::json;
 
 extern char** environ;
@@ -790,6 +793,115 @@ CAF_TEST(a writer killed at a random moment leaves a consistent ledger) {
     CAF_CHECK_EQUAL(broken_invariants(after, "crash"),
                     std::vector<std::string>{});
   }
+}
+
+CAF_TEST(added tasks follow the tasks of the run with their file recorded) {
+  db.create_run(sample_run("r1"), 1000);
+  added_tasks more{"r1", "MORE.md", {}};
+  more.tasks.push_back(new_task{"m1", 1, "More one", task_state::pending,
+                                std::nullopt});
+  more.tasks.push_back(new_task{"m2", 2, "More two", task_state::done,
+                                std::string{"checked in the task file"}});
+  CAF_CHECK_EQUAL(db.add_tasks(more, 2000), 1);
+  auto st = db.status("r1");
+  CAF_REQUIRE_EQUAL(st->tasks.size(), 5u);
+  CAF_CHECK_EQUAL(st->tasks[3].id, "m1");
+  CAF_CHECK_EQUAL(st->tasks[3].index, 4);
+  CAF_CHECK_EQUAL(st->tasks[4].index, 5);
+  CAF_CHECK_EQUAL(st->tasks[4].state, task_state::done);
+  CAF_CHECK_EQUAL(st->tasks[4].finished_ms, std::optional<int64_t>{2000});
+  CAF_CHECK_EQUAL(st->added_files, std::vector<std::string>{"MORE.md"});
+  auto events = db.events("r1");
+  auto data = json::parse(events.back().data_json);
+  CAF_CHECK_EQUAL(events.back().kind, "run.tasks_added");
+  CAF_CHECK_EQUAL(data["file"], "MORE.md");
+  CAF_CHECK_EQUAL(data["tasks"], json::array({"m1", "m2"}));
+  // A second file comes after the first, and so do its tasks.
+  CAF_CHECK_EQUAL(db.add_tasks({"r1", "LAST.md",
+                                {new_task{"z1", 1, "Last", task_state::pending,
+                                          std::nullopt}}},
+                               2100),
+                  2);
+  CAF_CHECK_EQUAL(db.added_files("r1"),
+                  (std::vector<std::string>{"MORE.md", "LAST.md"}));
+  CAF_CHECK_EQUAL(copy(db.tasks("r1").back().id), "z1");
+  CAF_CHECK_EQUAL(copy(db.tasks("r1").back().index), 6);
+}
+
+CAF_TEST(adding a task whose id the run has adds nothing at all) {
+  db.create_run(sample_run("r1"), 1000);
+  auto events_before = db.events("r1").size();
+  auto attempt = [&](std::vector<new_task> tasks) {
+    try {
+      db.add_tasks({"r1", "MORE.md", std::move(tasks)}, 2000);
+    } catch (const ledger_error& e) {
+      return std::optional<ledger_errc>{e.code()};
+    }
+    return std::optional<ledger_errc>{};
+  };
+  auto task = [](const std::string& id, int index) {
+    return new_task{id, index, "x", task_state::pending, std::nullopt};
+  };
+  // A new one first, then one the run already has.
+  CAF_CHECK_EQUAL(attempt({task("n1", 1), task("t2", 2)}),
+                  std::optional<ledger_errc>{ledger_errc::duplicate});
+  // The same new id twice in the file.
+  CAF_CHECK_EQUAL(attempt({task("n1", 1), task("n1", 2)}),
+                  std::optional<ledger_errc>{ledger_errc::duplicate});
+  // A task cannot join already running.
+  auto running = task("n2", 1);
+  running.state = task_state::running;
+  CAF_CHECK_EQUAL(attempt({running}),
+                  std::optional<ledger_errc>{ledger_errc::invalid_transition});
+  CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
+  CAF_CHECK(db.added_files("r1").empty());
+  CAF_CHECK_EQUAL(db.events("r1").size(), events_before);
+  // Nor to a run that is over, or one that does not exist.
+  db.set_run_state("r1", run_state::completed, std::nullopt, 3000);
+  CAF_CHECK_EQUAL(attempt({task("n3", 1)}),
+                  std::optional<ledger_errc>{ledger_errc::invalid_transition});
+  CAF_CHECK(fails([&] {
+    db.add_tasks({"r9", "MORE.md", {task("n4", 1)}}, 3100);
+  }));
+  CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
+}
+
+CAF_TEST(a lifted hold and a worker session are kept with the task) {
+  db.create_run(sample_run("r1"), 1000);
+  task_change hold = to(task_state::held);
+  hold.reason = "[NEEDS DECISION: which db?]";
+  db.transition("r1", "t1", hold, 1100);
+  CAF_CHECK(!db.find_task("r1", "t1")->hold_lifted);
+  // Approved: the hold is lifted together with the move, in one event.
+  task_change release = to(task_state::pending);
+  release.fields.hold_lifted = true;
+  auto r = db.transition("r1", "t1", release, 1200);
+  CAF_CHECK(db.find_task("r1", "t1")->hold_lifted);
+  CAF_CHECK_EQUAL(copy(json::parse(r.event.data_json)["hold_lifted"]), true);
+  // A worker reports its session; update_task keeps it, other fields alone.
+  task_fields session;
+  session.session = "3f2c-session";
+  auto ev = db.update_task("r1", "t1", session, 1300);
+  CAF_CHECK_EQUAL(ev.kind, "task.update");
+  CAF_CHECK_EQUAL(copy(json::parse(ev.data_json)["session"]), "3f2c-session");
+  auto t = db.find_task("r1", "t1");
+  CAF_CHECK_EQUAL(t->session, std::optional<std::string>{"3f2c-session"});
+  CAF_CHECK(t->hold_lifted);
+  CAF_CHECK(!t->branch.has_value());
+  // The hold can apply again.
+  task_fields again;
+  again.hold_lifted = false;
+  db.update_task("r1", "t1", again, 1400);
+  CAF_CHECK(!db.find_task("r1", "t1")->hold_lifted);
+  CAF_CHECK_EQUAL(copy(db.find_task("r1", "t1")->session),
+                  std::optional<std::string>{"3f2c-session"});
+  // An unknown task is refused and nothing is written.
+  auto before = db.events("r1").size();
+  CAF_CHECK(fails([&] { db.update_task("r1", "t9", session, 1500); }));
+  CAF_CHECK_EQUAL(db.events("r1").size(), before);
+  // The merge commit alone is still its own kind of event.
+  CAF_CHECK_EQUAL(db.record_merge_commit("r1", "t2", "feed", 1600).kind,
+                  "task.merge_commit");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
