@@ -14,40 +14,13 @@
 #include "src/store/schema.hpp"
 #include "src/store/sqlite.hpp"
 #include "test.hpp"
+#include "unit/store_helpers.hpp"
 
 using namespace taskforce;
 using namespace taskforce::store;
+using taskforce::test::raw_db;
 
 namespace {
-
-// A plain SQLite connection, standing for another program (or an older
-// taskforce) writing the file.
-struct raw_db {
-  sqlite3* db = nullptr;
-
-  explicit raw_db(const std::filesystem::path& path) {
-    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-    sqlite3_busy_timeout(db, 2000);
-  }
-
-  ~raw_db() {
-    sqlite3_close_v2(db);
-  }
-
-  int exec(const std::string& sql) {
-    return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  }
-
-  int64_t scalar(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
-    int64_t result = -1;
-    if (sqlite3_step(s) == SQLITE_ROW)
-      result = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return result;
-  }
-};
 
 // The rows the first taskforce wrote for a run paused with one task held,
 // one failed at its gate after an attempt, and one done.

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <spawn.h>
 
 #include <sqlite3.h>
 #include <sys/wait.h>
@@ -22,14 +21,14 @@
 #include "src/cli/run_view.hpp"
 #include "src/store/ledger.hpp"
 #include "test.hpp"
+#include "unit/store_helpers.hpp"
 
 using namespace taskforce;
 using namespace taskforce::store;
 using cli::to_json_line;
 using cli::to_status_json;
+using taskforce::test::raw_db;
 using json = nlohmann::json;
-
-extern char** environ;
 
 namespace {
 
@@ -38,44 +37,6 @@ template<class T>
 T copy(const T& x) {
   return x;
 }
-
-// A plain SQLite connection, standing for another process.
-struct raw_db {
-  sqlite3* db = nullptr;
-
-  explicit raw_db(const std::filesystem::path& path) {
-    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-    sqlite3_busy_timeout(db, 2000);
-  }
-
-  ~raw_db() {
-    sqlite3_close_v2(db);
-  }
-
-  int exec(const std::string& sql) {
-    return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  }
-
-  int64_t scalar(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
-    int64_t result = -1;
-    if (sqlite3_step(s) == SQLITE_ROW)
-      result = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return result;
-  }
-
-  std::string text(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
-    std::string result;
-    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-      result = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-    return result;
-  }
-};
 
 new_run sample_run(const std::string& id, const std::string& file = "TASKS.md",
                    int tasks = 3) {
@@ -748,13 +709,9 @@ CAF_TEST(random walks keep tasks attempts and events in step) {
 CAF_TEST(a writer killed at a random moment leaves a consistent ledger) {
   for (int round = 0; round < 3; ++round) {
     auto path = dir.path() / ("crash-" + std::to_string(round) + ".sqlite");
-    std::string env_text = "TASKFORCE_TEST_LEDGER_WRITER=" + path.string();
-    char* env[] = {env_text.data(), nullptr};
-    char self[] = "/proc/self/exe";
-    char* argv[] = {self, nullptr};
-    pid_t child = 0;
-    CAF_REQUIRE_EQUAL(
-      posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv, env), 0);
+    auto child
+      = test::spawn_self("TASKFORCE_TEST_LEDGER_WRITER=" + path.string());
+    CAF_REQUIRE_NOT_EQUAL(child, -1);
     // Let it write a while: until at least 50 + 50 * round events exist.
     size_t want = 50 + 50 * static_cast<size_t>(round);
     bool enough = false;
@@ -798,8 +755,8 @@ CAF_TEST(a writer killed at a random moment leaves a consistent ledger) {
 CAF_TEST(added tasks follow the tasks of the run with their file recorded) {
   db.create_run(sample_run("r1"), 1000);
   added_tasks more{"r1", "MORE.md", {}};
-  more.tasks.push_back(new_task{"m1", 1, "More one", task_state::pending,
-                                std::nullopt});
+  more.tasks.push_back(
+    new_task{"m1", 1, "More one", task_state::pending, std::nullopt});
   more.tasks.push_back(new_task{"m2", 2, "More two", task_state::done,
                                 std::string{"checked in the task file"}});
   CAF_CHECK_EQUAL(db.add_tasks(more, 2000), 1);
@@ -817,7 +774,8 @@ CAF_TEST(added tasks follow the tasks of the run with their file recorded) {
   CAF_CHECK_EQUAL(data["file"], "MORE.md");
   CAF_CHECK_EQUAL(data["tasks"], json::array({"m1", "m2"}));
   // A second file comes after the first, and so do its tasks.
-  CAF_CHECK_EQUAL(db.add_tasks({"r1", "LAST.md",
+  CAF_CHECK_EQUAL(db.add_tasks({"r1",
+                                "LAST.md",
                                 {new_task{"z1", 1, "Last", task_state::pending,
                                           std::nullopt}}},
                                2100),
@@ -897,7 +855,9 @@ CAF_TEST(a lifted hold and a worker session are kept with the task) {
                   std::optional<std::string>{"3f2c-session"});
   // An unknown task is refused and nothing is written.
   auto before = db.events("r1").size();
-  CAF_CHECK(fails([&] { db.update_task("r1", "t9", session, 1500); }));
+  CAF_CHECK(fails([&] {
+    db.update_task("r1", "t9", session, 1500);
+  }));
   CAF_CHECK_EQUAL(db.events("r1").size(), before);
   // The merge commit alone is still its own kind of event.
   CAF_CHECK_EQUAL(db.record_merge_commit("r1", "t2", "feed", 1600).kind,

@@ -4,7 +4,6 @@
 #define CAF_SUITE unit.mailbox
 #include <caf/test/unit_test.hpp>
 
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,11 +19,10 @@
 #include "src/store/ledger.hpp"
 #include "src/store/mailbox.hpp"
 #include "test.hpp"
+#include "unit/store_helpers.hpp"
 
 using namespace taskforce;
 using namespace taskforce::store;
-
-extern char** environ;
 
 namespace {
 
@@ -177,11 +175,9 @@ CAF_TEST(mail to nowhere is refused and stores nothing) {
 CAF_TEST(mail is never deleted rewritten or delivered twice) {
   box.post(down("t1", "original"), 1100);
   box.take_undelivered("r1", "t1", 1200);
-  sqlite3* raw = nullptr;
-  sqlite3_open_v2(file.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr);
-  sqlite3_busy_timeout(raw, 2000);
+  test::raw_db raw{file};
   auto exec = [&](const char* sql) {
-    return sqlite3_exec(raw, sql, nullptr, nullptr, nullptr);
+    return raw.exec(sql);
   };
   CAF_CHECK_NOT_EQUAL(exec("UPDATE mail SET delivered_ms = 5000"), SQLITE_OK);
   CAF_CHECK_NOT_EQUAL(exec("UPDATE mail SET delivered_ms = NULL"), SQLITE_OK);
@@ -192,7 +188,6 @@ CAF_TEST(mail is never deleted rewritten or delivered twice) {
                            "direction, text, created_ms) VALUES ('r1', 't1', "
                            "'report', 'down', 'x', 1)"),
                       SQLITE_OK);
-  sqlite3_close_v2(raw);
   auto all = box.list("r1");
   CAF_REQUIRE_EQUAL(all.size(), 1u);
   CAF_CHECK_EQUAL(all[0].text, "original");
@@ -209,13 +204,8 @@ CAF_TEST(takers in several processes get each mail exactly once) {
                          + out.string() + ":" + done.string();
   std::vector<pid_t> children;
   for (int i = 0; i < takers; ++i) {
-    char* env[] = {env_text.data(), nullptr};
-    char self[] = "/proc/self/exe";
-    char* argv[] = {self, nullptr};
-    pid_t child = 0;
-    CAF_REQUIRE_EQUAL(
-      posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv, env), 0);
-    children.push_back(child);
+    children.push_back(test::spawn_self(env_text));
+    CAF_REQUIRE_NOT_EQUAL(children.back(), -1);
   }
   std::set<int64_t> posted;
   for (int i = 0; i < mails; ++i)
