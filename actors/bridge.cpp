@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/log_handlers.hpp"
+#include "src/text/json_reader.hpp"
 
 namespace taskforce {
 
@@ -119,161 +120,33 @@ release_reason need_reason(const json& req) {
 /// sent, not as a double prints it).
 struct parsed_line {
   json value;
-  /// The parser's complaint; empty when the line is JSON.
-  std::string error;
-  /// Whether the parser stopped at a number out of a double's range.
-  bool out_of_range = false;
-  /// Whether some value nested deeper than max_nesting (left out).
-  bool too_deep = false;
-  /// The top-level field that held it ("" when not in an object).
-  std::string deep_field;
+  json_read_result read;
   /// The text of a floating-point `id`.
   std::string id_text;
 };
 
-/// Builds a document from the parser's events as nlohmann's own builder
-/// does, but never deeper than max_nesting: a deeper value is skipped
-/// and noted. So no hostile nesting reaches code that recurses per level
-/// (dump, copy, comparison).
-class bounded_builder {
- public:
-  explicit bounded_builder(parsed_line& out) : out_(out) {}
-
-  bool null() {
-    return put(nullptr);
-  }
-
-  bool boolean(bool x) {
-    return put(x);
-  }
-
-  bool number_integer(json::number_integer_t x) {
-    return put(x);
-  }
-
-  bool number_unsigned(json::number_unsigned_t x) {
-    return put(x);
-  }
-
-  bool number_float(json::number_float_t x, const std::string& text) {
-    if (skip_ == 0 && stack_.size() == 1 && key_ == "id")
-      out_.id_text = text;
-    return put(x);
-  }
-
-  bool string(std::string& x) {
-    return put(std::move(x));
-  }
-
-  bool binary(json::binary_t& x) {
-    return put(std::move(x));
-  }
-
-  bool start_object(size_t) {
-    return open(json::value_t::object);
-  }
-
-  bool start_array(size_t) {
-    return open(json::value_t::array);
-  }
-
-  bool key(std::string& x) {
-    if (skip_ > 0)
-      return true;
-    if (stack_.size() == 1) {
-      key_ = x;
-      if (x == "id") // a repeated id replaces the earlier one
-        out_.id_text.clear();
-    }
-    slot_ = &(*stack_.back())[x];
-    return true;
-  }
-
-  bool end_object() {
-    return close();
-  }
-
-  bool end_array() {
-    return close();
-  }
-
-  bool parse_error(size_t, const std::string&, const json::exception& e) {
-    out_.error = e.what();
-    out_.out_of_range = e.id == 406;
-    return false;
-  }
-
- private:
-  json* place(json&& x) {
-    if (stack_.empty()) {
-      out_.value = std::move(x);
-      return &out_.value;
-    }
-    auto& top = *stack_.back();
-    if (top.is_array()) {
-      top.push_back(std::move(x));
-      return &top.back();
-    }
-    *slot_ = std::move(x);
-    return slot_;
-  }
-
-  template<class T>
-  bool put(T&& x) {
-    if (skip_ == 0)
-      place(json(std::forward<T>(x)));
-    return true;
-  }
-
-  bool open(json::value_t type) {
-    if (skip_ > 0) {
-      ++skip_;
-    } else if (stack_.size() >= bridge_state::max_nesting) {
-      if (!out_.too_deep) {
-        out_.too_deep = true;
-        out_.deep_field = key_;
-      }
-      skip_ = 1;
-    } else {
-      stack_.push_back(place(json(type)));
-    }
-    return true;
-  }
-
-  bool close() {
-    if (skip_ > 0)
-      --skip_;
-    else
-      stack_.pop_back();
-    return true;
-  }
-
-  parsed_line& out_;
-  /// The open containers, outermost first.
-  std::vector<json*> stack_;
-  /// Where the value after an object key goes.
-  json* slot_ = nullptr;
-  /// The latest key of the outermost object.
-  std::string key_;
-  /// Open containers inside a skipped (too deep) value.
-  size_t skip_ = 0;
-};
-
+/// A line read without the JSON library's hazards (src/text/json_reader):
+/// a value nested deeper than max_nesting is left out and noted, so no
+/// hostile nesting reaches code that recurses per level (dump, copy,
+/// comparison).
 parsed_line parse_line(const char* first, size_t size) {
   parsed_line result;
-  bounded_builder builder{result};
-  json::sax_parse(first, first + size, &builder);
-  if (!result.error.empty())
-    result.value = nullptr;
+  json_read_options opts;
+  opts.max_depth = bridge_state::max_nesting;
+  opts.skip_too_deep = true;
+  opts.on_float = [&result](double&, const std::string& text,
+                            const std::vector<std::string>& path) {
+    if (path.size() == 1 && path[0] == "id")
+      result.id_text = text;
+  };
+  result.read = read_json(first, first + size, result.value, opts);
   return result;
 }
 
-/// The parser's complaint for a client: without nlohmann's "[json.…] "
-/// prefix, and with the token it quotes cut to max_quoted_bytes.
-std::string parse_message(const parsed_line& line) {
-  std::string text = line.error;
-  if (auto pos = text.find("] "); pos != std::string::npos)
-    text = text.substr(pos + 2);
+/// The parser's complaint for a client, with the token it quotes cut to
+/// max_quoted_bytes.
+std::string parse_message(const json_read_result& read) {
+  std::string text = read.detail;
   if (auto open = text.find('\''); open != std::string::npos) {
     auto close = text.rfind('\'');
     if (close > open)
@@ -281,7 +154,7 @@ std::string parse_message(const parsed_line& line) {
              + quote_text(text.substr(open + 1, close - open - 1), '\'')
              + text.substr(close + 1);
   }
-  if (line.out_of_range)
+  if (read.kind == json_read_result::problem::out_of_range)
     return "a number out of range (" + text + ")";
   return "not JSON: " + text;
 }
@@ -562,9 +435,9 @@ void bridge_state::handle_line(const char* first, size_t size) {
   if (blank(first, size))
     return;
   auto parsed = parse_line(first, size);
-  if (!parsed.error.empty()) {
+  if (!parsed.read.ok()) {
     auto seq = open_slot("null");
-    fail(seq, "null", errc::bad_request, parse_message(parsed));
+    fail(seq, "null", errc::bad_request, parse_message(parsed.read));
     return;
   }
   auto& req = parsed.value;
@@ -577,23 +450,26 @@ void bridge_state::handle_line(const char* first, size_t size) {
   }
   std::string id = "null";
   std::string id_problem;
-  if (auto i = req.find("id"); parsed.too_deep && parsed.deep_field == "id")
+  auto deep_field = parsed.read.skipped.empty() ? std::string{}
+                                                : parsed.read.skipped.front();
+  auto too_deep = parsed.read.skipped_any;
+  if (auto i = req.find("id"); too_deep && deep_field == "id")
     id_problem = "field \"id\" nests deeper than " + std::to_string(max_nesting)
                  + " levels";
   else if (i == req.end() || i->is_null())
     id_problem = "missing field \"id\"";
   else if (i->is_number() || i->is_string())
-    id = !parsed.id_text.empty()
+    id = i->is_number_float() && !parsed.id_text.empty()
            ? parsed.id_text
            : i->dump(-1, ' ', false, json::error_handler_t::replace);
   else
     id_problem
       = "field \"id\" must be a number or a string, got " + quote_value(*i);
-  if (parsed.too_deep && id_problem.empty()) {
+  if (too_deep && id_problem.empty()) {
     auto seq = open_slot(id);
-    std::string where = parsed.deep_field.empty()
+    std::string where = deep_field.empty()
                           ? std::string{}
-                          : " in field " + quote_text(parsed.deep_field);
+                          : " in field " + quote_text(deep_field);
     fail(seq, id, errc::bad_request,
          "JSON nested deeper than " + std::to_string(max_nesting) + " levels"
            + where + "; the request was not read");
