@@ -450,8 +450,8 @@ void bridge_state::handle_line(const char* first, size_t size) {
   }
   std::string id = "null";
   std::string id_problem;
-  auto deep_field = parsed.read.skipped.empty() ? std::string{}
-                                                : parsed.read.skipped.front();
+  auto deep_field
+    = parsed.read.skipped.empty() ? std::string{} : parsed.read.skipped.front();
   auto too_deep = parsed.read.skipped_any;
   if (auto i = req.find("id"); too_deep && deep_field == "id")
     id_problem = "field \"id\" nests deeper than " + std::to_string(max_nesting)

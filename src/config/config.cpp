@@ -197,7 +197,7 @@ setter one_of(std::string& out, std::vector<std::string> allowed) {
   };
 }
 
-template <class Enum>
+template<class Enum>
 setter one_of_enum(Enum& out, std::vector<std::pair<std::string, Enum>> map) {
   return [&out, map](const json& value) {
     std::vector<std::string> names;
@@ -281,8 +281,9 @@ std::vector<key_rule> pool_rules(pool_config& c) {
                                   {"global", pool_mode::global}})},
     {"queueTimeoutMs", non_negative_integer(c.queue_timeout_ms)},
     {"maxHoldMs", positive_integer(c.max_hold_ms)},
-    {"nested", one_of_enum(c.nested, {{"lend", nested_policy::lend},
-                                      {"fail_fast", nested_policy::fail_fast}})},
+    {"nested",
+     one_of_enum(c.nested, {{"lend", nested_policy::lend},
+                            {"fail_fast", nested_policy::fail_fast}})},
     {"subagentToolNames", strings(c.subagent_tool_names, true, false)},
     {"idleMemoryMs", non_negative_integer(c.idle_memory_ms)},
   };
@@ -383,8 +384,10 @@ void apply_section(const json& section, const std::string& section_name,
                        + shown(section));
   auto known = names_of(rules);
   for (const auto& [key, value] : section.items()) {
-    auto rule = std::find_if(rules.begin(), rules.end(),
-                             [&](const key_rule& r) { return r.name == key; });
+    auto rule
+      = std::find_if(rules.begin(), rules.end(), [&](const key_rule& r) {
+          return r.name == key;
+        });
     if (rule == rules.end())
       throw config_error(
         unknown_key_message(origin, key, known, section_name + "."));
@@ -546,13 +549,11 @@ config parse_config(const std::string& text, const std::string& origin) {
     if (key == "$schema" || key == "//")
       continue;
     if (key == "pool")
-      apply_section(value, key, pool_rules(result.pool), origin,
-                    written);
+      apply_section(value, key, pool_rules(result.pool), origin, written);
     else if (key == "run")
       apply_section(value, key, run_rules(result.run), origin, written);
     else if (key == "server")
-      apply_section(value, key, server_rules(result.server), origin,
-                    written);
+      apply_section(value, key, server_rules(result.server), origin, written);
     else
       throw config_error(unknown_key_message(origin, key, section_names, ""));
   }
