@@ -268,7 +268,7 @@ int drive_run(const drive_options& opts) {
       auto last = db.latest_run();
       if (last && last->state == run_state::completed) {
         // A kill after completion may have left merged worktrees behind.
-        remove_merged_leftovers(repo, last->base_branch, last->id, {});
+        git::remove_merged_leftovers(repo, last->base_branch, last->id, {});
         std::cout << "nothing to resume: run " << last->id << " ("
                   << last->file << ") completed\n";
         return exit_ok;
