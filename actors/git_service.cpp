@@ -19,20 +19,35 @@ struct git_state {
 using self_ptr = git_actor::stateful_pointer<git_state>;
 
 caf::error fail(const std::string& what) {
-  return caf::make_error(caf::sec::runtime_error, what);
+  return caf::make_error(run_errc::git_failure, what);
 }
 
-merge_status to_status(git::integration::outcome x) {
+run::merge_end end_of(git::integration::outcome x) {
   using oc = git::integration::outcome;
   switch (x) {
-    case oc::merged: return merge_status::merged;
-    case oc::already_merged: return merge_status::already_merged;
-    case oc::empty: return merge_status::empty;
-    case oc::conflict: return merge_status::conflict;
-    case oc::dirty: return merge_status::dirty;
+    case oc::merged:
+    case oc::already_merged: return run::merge_end::merged;
+    case oc::empty: return run::merge_end::empty;
+    case oc::conflict:
+    case oc::dirty: return run::merge_end::conflict;
+    case oc::not_merged: return run::merge_end::not_merged;
     case oc::error: break;
   }
-  return merge_status::error;
+  return run::merge_end::error;
+}
+
+merge_outcome outcome_of(git::integration r) {
+  merge_outcome out;
+  out.end = end_of(r.status);
+  out.merge_commit = std::move(r.commit);
+  out.paths = std::move(r.paths);
+  out.message = std::move(r.message);
+  return out;
+}
+
+git::integration_request integration_of(const merge_request& req) {
+  return {req.task_id, req.title,   req.worktree,
+          req.branch,  req.cleanup, req.scope};
 }
 
 } // namespace
@@ -68,19 +83,21 @@ git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
       }
     },
     [&space](merge_atom, merge_request& req) -> caf::result<merge_outcome> {
-      merge_outcome out;
       try {
-        auto r = space.integrate({req.task_id, req.title, req.worktree,
-                                  req.branch, req.cleanup, req.scope});
-        out.status = to_status(r.status);
-        out.merge_commit = std::move(r.commit);
-        out.paths = std::move(r.paths);
-        out.message = std::move(r.message);
+        return outcome_of(space.integrate(integration_of(req)));
       } catch (const std::exception& e) {
-        out.status = merge_status::error;
+        merge_outcome out;
+        out.end = run::merge_end::error;
         out.message = e.what();
+        return out;
       }
-      return out;
+    },
+    [&space](check_atom, merge_request& req) -> caf::result<merge_outcome> {
+      try {
+        return outcome_of(space.check_merged(integration_of(req)));
+      } catch (const std::exception& e) {
+        return fail(e.what());
+      }
     },
     [&space](discard_atom, std::string& run,
              std::string& task) -> caf::result<bool> {

@@ -6,7 +6,6 @@
 #include <set>
 
 #include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace taskforce {
@@ -16,8 +15,6 @@ bool is_final_task_state(const std::string& state) {
 }
 
 namespace {
-
-using json = nlohmann::json;
 
 int64_t clock_ms() {
   using namespace std::chrono;
@@ -109,7 +106,10 @@ void emit(self_ptr self, const run_task* t, const std::string& state,
     ev.title = t->title;
     ev.attempt = t->attempt_no;
   }
-  ev.state = state;
+  if (t != nullptr)
+    from_string(state, ev.state);
+  else
+    from_string(state, ev.run);
   ev.reason = why;
   if (self->state.setup.watcher)
     caf::anon_send(self->state.setup.watcher, std::move(ev));
@@ -135,11 +135,17 @@ void flush(self_ptr self);
 /// Transitions queue while one batch is with the ledger and go together in
 /// the next (group commit): one sync for many.
 void record(self_ptr self, size_t i, std::string state, std::string why,
-            json detail, std::function<void(uint64_t)> then) {
+            task_facts facts, std::function<void(uint64_t)> then) {
   auto& t = task(self, i);
-  self->state.queue_msgs.push_back(task_transition{
-    self->state.setup.run_id, t.id, state, t.attempt_no, why,
-    detail.is_null() ? "{}" : detail.dump()});
+  task_transition tr;
+  tr.task_id = t.id;
+  from_string(t.state, tr.from);
+  from_string(state, tr.to);
+  tr.event = event_between(tr.from, tr.to).value_or(task_event::start);
+  tr.attempt = t.attempt_no;
+  tr.reason = why;
+  tr.facts = std::move(facts);
+  self->state.queue_msgs.push_back(std::move(tr));
   self->state.queue.push_back({i, state, why, std::move(then)});
   t.state = state;
   t.reason = why;
@@ -154,7 +160,7 @@ void flush(self_ptr self) {
   st.batch_in_flight = true;
   auto items = std::make_shared<std::vector<orchestrator_state::queued>>(
     std::move(st.queue));
-  transition_batch batch{std::move(st.queue_msgs)};
+  transition_batch batch{st.setup.run_id, std::move(st.queue_msgs)};
   st.queue.clear();
   st.queue_msgs.clear();
   self
@@ -163,10 +169,17 @@ void flush(self_ptr self) {
     .then(
       [=](batch_acks& acks) {
         self->state.batch_in_flight = false;
+        for (auto& ack : acks.acks)
+          if (!ack.durable) {
+            self->state.outstanding -= items->size();
+            ledger_failed(
+              self, caf::make_error(run_errc::refused_transition, ack.refusal));
+            return;
+          }
         for (size_t k = 0; k < items->size(); ++k) {
           auto& q = (*items)[k];
           --self->state.outstanding;
-          auto attempt = k < acks.attempts.size() ? acks.attempts[k] : 0;
+          auto attempt = k < acks.acks.size() ? acks.acks[k].attempt : 0;
           auto& t = task(self, q.index);
           if (attempt > 0)
             t.attempt_no = attempt;
@@ -186,7 +199,8 @@ void flush(self_ptr self) {
 
 void record_run(self_ptr self, std::string state, std::string why,
                 std::function<void()> then) {
-  run_transition tr{self->state.setup.run_id, state, why};
+  run_transition tr{self->state.setup.run_id, run_state::running, why};
+  from_string(state, tr.to);
   self
     ->request(self->state.setup.ledger, caf::infinite, record_atom::value,
               std::move(tr))
@@ -203,9 +217,12 @@ void notify_finished(self_ptr self, const std::string& state) {
   if (self->state.finished)
     return;
   self->state.finished = true;
-  if (self->state.setup.watcher)
-    caf::anon_send(self->state.setup.watcher, finished_atom::value, state,
-               self->state.reason);
+  if (self->state.setup.watcher) {
+    run_state to = run_state::paused;
+    from_string(state, to);
+    caf::anon_send(self->state.setup.watcher, finished_atom::value, to,
+                   self->state.reason);
+  }
 }
 
 /// Skips every task that (transitively) depends on task `i`.
@@ -225,8 +242,7 @@ void skip_dependents(self_ptr self, size_t i) {
       auto& s = tasks[j].state;
       if (s == "pending" || s == "ready" || s == "held")
         record(self, j, "skipped",
-               "dependency " + tasks[i].id + " " + tasks[i].state, nullptr,
-               nullptr);
+               "dependency " + tasks[i].id + " " + tasks[i].state, {}, nullptr);
     }
   }
 }
@@ -257,39 +273,28 @@ void merge_task(self_ptr self, size_t i) {
       [=](merge_outcome& m) {
         --self->state.outstanding;
         auto& t = task(self, i);
-        json detail{{"merge_status", to_string(m.status)}};
-        switch (m.status) {
-          case merge_status::merged:
-          case merge_status::already_merged:
-          case merge_status::empty: {
+        task_facts facts;
+        switch (m.end) {
+          case run::merge_end::merged:
+          case run::merge_end::empty: {
             t.merge_commit = m.merge_commit;
             if (!m.merge_commit.empty())
-              detail["merge_commit"] = m.merge_commit;
-            auto why = m.status == merge_status::empty ? "no changes"
-                                                       : std::string{};
-            record(self, i, "done", why, detail,
-                   [=](uint64_t) { schedule(self); });
+              facts.merge_commit = m.merge_commit;
+            auto why
+              = m.end == run::merge_end::empty ? "no changes" : std::string{};
+            record(self, i, "done", why, facts, [=](uint64_t) {
+              schedule(self);
+            });
             break;
           }
-          case merge_status::conflict:
-          case merge_status::dirty: {
-            detail["paths"] = m.paths;
-            auto why = m.status == merge_status::conflict
-                         ? "merge conflict in " + join(m.paths) + " (branch "
-                             + t.branch + " kept)"
-                         : "main checkout has uncommitted changes to "
-                             + join(m.paths) + " (nothing overwritten)";
-            record(self, i, "conflict", why, detail, [=](uint64_t) {
+          default: {
+            facts.conflict_paths = m.paths;
+            auto why = m.message;
+            record(self, i, "conflict", why, facts, [=](uint64_t) {
               pause_run(self, task(self, i).id + ": " + why, false);
             });
             break;
           }
-          case merge_status::error:
-            detail["paths"] = std::vector<std::string>{};
-            record(self, i, "conflict", m.message, detail, [=](uint64_t) {
-              pause_run(self, task(self, i).id + ": " + m.message, false);
-            });
-            break;
         }
       },
       [=](caf::error& err) {
@@ -305,23 +310,29 @@ void integrate(self_ptr self, size_t i) {
   auto& cfg = self->state.setup.cfg;
   auto& t = task(self, i);
   if (t.state == "running")
-    record(self, i, "verifying", "", nullptr, nullptr);
+    record(self, i, "verifying", "", {}, nullptr);
   if (cfg.mode == "assist") {
-    record(self, i, "merging", "", nullptr, nullptr);
-    record(self, i, "done", "changes left uncommitted in the main checkout",
-           nullptr, [=](uint64_t) { schedule(self); });
+    record(self, i, "merging", "", {}, nullptr);
+    record(self, i, "done", "changes left uncommitted in the main checkout", {},
+           [=](uint64_t) {
+             schedule(self);
+           });
     return;
   }
+  task_facts where;
+  where.worktree = t.worktree;
+  where.branch = t.branch;
   if (!cfg.auto_merge && cfg.use_worktrees) {
-    record(self, i, "merging", "", nullptr, nullptr);
-    record(self, i, "review", "kept for review in " + t.worktree,
-           json{{"worktree", t.worktree}, {"branch", t.branch}},
-           [=](uint64_t) { schedule(self); });
+    record(self, i, "merging", "", {}, nullptr);
+    record(self, i, "review", "kept for review in " + t.worktree, where,
+           [=](uint64_t) {
+             schedule(self);
+           });
     return;
   }
-  record(self, i, "merging", "",
-         json{{"worktree", t.worktree}, {"branch", t.branch}},
-         [=](uint64_t) { merge_task(self, i); });
+  record(self, i, "merging", "", where, [=](uint64_t) {
+    merge_task(self, i);
+  });
 }
 
 void on_outcome(self_ptr self, attempt_outcome& o) {
@@ -332,42 +343,40 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
   if (o.attempt != t.attempt_no || self->state.running.count(i) == 0)
     return; // a late word from an attempt already given up
   self->state.running.erase(i);
-  t.invocations += o.rounds;
-  if (o.status == attempt_status::failed)
+  t.invocations += o.turns;
+  if (o.end == run::attempt_end::failed)
     t.previous_failure = o.reason;
   if (!o.worktree.empty())
     t.worktree = o.worktree;
   if (!o.branch.empty())
     t.branch = o.branch;
-  json detail{{"repairs", o.repairs},
-              {"tail", o.tail},
-              {"exit_code", o.exit_code},
-              {"usage",
-               {{"input_tokens", o.input_tokens},
-                {"output_tokens", o.output_tokens},
-                {"cost_usd", o.cost_usd}}}};
+  task_facts detail;
+  detail.gate_tail = o.tail;
+  if (o.exit_code >= 0)
+    detail.exit_code = o.exit_code;
+  detail.spent = o.spent;
   if (!t.worktree.empty())
-    detail["worktree"] = t.worktree;
+    detail.worktree = t.worktree;
   if (!t.branch.empty())
-    detail["branch"] = t.branch;
+    detail.branch = t.branch;
   auto& cfg = self->state.setup.cfg;
-  switch (o.status) {
-    case attempt_status::interrupted:
+  switch (o.end) {
+    case run::attempt_end::interrupted:
       record(self, i, "interrupted", o.reason, detail,
              [=](uint64_t) { schedule(self); });
       return;
-    case attempt_status::done:
+    case run::attempt_end::done:
       ++t.attempts;
       integrate(self, i);
       return;
-    case attempt_status::blocked: {
+    case run::attempt_end::blocked: {
       ++t.attempts;
       record(self, i, "blocked", o.reason, detail, [=](uint64_t) {
         task_stopped(self, i, task(self, i).id + " blocked: " + o.reason);
       });
       return;
     }
-    case attempt_status::failed:
+    case run::attempt_end::failed:
       ++t.attempts;
       if (t.attempts < cfg.max_attempts && !self->state.paused
           && !self->state.aborted) {
@@ -387,12 +396,12 @@ void launch(self_ptr self, size_t i) {
   auto& t = task(self, i);
   auto fresh = t.attempts > 0 && self->state.setup.cfg.fresh_worktree_on_retry;
   if (t.state == "pending")
-    record(self, i, "ready", "", nullptr, nullptr);
-  record(self, i, "running", "", nullptr, [=](uint64_t attempt) {
+    record(self, i, "ready", "", {}, nullptr);
+  record(self, i, "running", "", {}, [=](uint64_t attempt) {
     auto& t = task(self, i);
     if (self->state.paused || self->state.aborted) {
-      record(self, i, "interrupted", "the run paused before it started",
-             nullptr, nullptr);
+      record(self, i, "interrupted", "the run paused before it started", {},
+             nullptr);
       return;
     }
     try {
@@ -406,7 +415,7 @@ void launch(self_ptr self, size_t i) {
       attempt_outcome o;
       o.task_id = t.id;
       o.attempt = attempt;
-      o.status = attempt_status::failed;
+      o.end = run::attempt_end::failed;
       o.reason = std::string{"cannot start the worker: "} + e.what();
       on_outcome(self, o);
     }
@@ -455,8 +464,9 @@ void schedule(self_ptr self) {
       continue;
     if (t.held) {
       auto why = t.id + " held: " + t.hold_reason;
-      record(self, i, "held", t.hold_reason, nullptr,
-             [=](uint64_t) { pause_run(self, why, false); });
+      record(self, i, "held", t.hold_reason, {}, [=](uint64_t) {
+        pause_run(self, why, false);
+      });
       return;
     }
     launch(self, i); // its state reads "running" from here on
@@ -540,9 +550,9 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
       attempt_outcome o;
       o.task_id = task(self, i).id;
       o.attempt = task(self, i).attempt_no;
-      o.status = self->state.paused || self->state.aborted
-                   ? attempt_status::interrupted
-                   : attempt_status::failed;
+      o.end = self->state.paused || self->state.aborted
+                ? run::attempt_end::interrupted
+                : run::attempt_end::failed;
       o.reason = "the worker stopped: " + self->system().render(msg.reason);
       on_outcome(self, o);
       return;
@@ -587,24 +597,27 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
           || self->state.running.count(i) == 0)
         return;
       auto& t = task(self, i);
-      json detail;
+      task_facts detail;
       if (!p.worktree.empty()) {
         t.worktree = p.worktree;
         t.branch = p.branch;
-        detail = json{{"worktree", p.worktree}, {"branch", p.branch}};
+        detail.worktree = p.worktree;
+        detail.branch = p.branch;
       }
-      if (p.phase == "running" && !detail.is_null()) {
-        // Fields only (an empty state): the ledger knows the worktree
-        // before anything is written into it.
-        task_transition tr{self->state.setup.run_id, t.id, "", t.attempt_no,
-                           "", detail.dump()};
-        self->request(self->state.setup.ledger, caf::infinite,
-                      record_atom::value, std::move(tr))
-          .then([](uint64_t) {},
-                [self](caf::error& err) { ledger_failed(self, err); });
-      } else if (p.phase == "verifying" && t.state == "running")
+      if (p.phase == attempt_phase::leased && detail.worktree) {
+        // Fields only: the ledger knows the worktree before anything is
+        // written into it.
+        task_update up{self->state.setup.run_id, t.id, detail};
+        self
+          ->request(self->state.setup.ledger, caf::infinite, record_atom::value,
+                    std::move(up))
+          .then([](bool) {},
+                [self](caf::error& err) {
+                  ledger_failed(self, err);
+                });
+      } else if (p.phase == attempt_phase::verifying && t.state == "running")
         record(self, i, "verifying", p.detail, detail, nullptr);
-      else if (p.phase == "repairing" && t.state == "verifying")
+      else if (p.phase == attempt_phase::repairing && t.state == "verifying")
         record(self, i, "running", p.detail, detail, nullptr);
     },
     [self](caf::tick_atom) {
@@ -617,10 +630,10 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
         .then(
           [self](run_transition& r) {
             auto& st = self->state;
-            if (r.state == "aborted" && !st.aborted)
+            if (r.to == run_state::aborted && !st.aborted)
               self->send(self, abort_atom::value,
                          r.reason.empty() ? std::string{"aborted"} : r.reason);
-            else if (r.state == "paused" && !st.paused)
+            else if (r.to == run_state::paused && !st.paused)
               pause_run(self, r.reason.empty() ? "paused" : r.reason, true);
           },
           [](caf::error&) {});

@@ -116,7 +116,7 @@ struct orchestrator_setup {
   ledger_actor ledger;
   /// The git service.
   git_actor git;
-  /// Receives run_event and (finished_atom, std::string, std::string).
+  /// Receives run_event and (finished_atom, run_state, std::string reason).
   caf::actor watcher;
   /// Starts workers.
   worker_launcher launch;

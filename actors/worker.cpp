@@ -110,21 +110,20 @@ public:
     try {
       steps();
     } catch (const std::exception& e) {
-      out_.status = attempt_status::failed;
+      out_.end = run::attempt_end::failed;
       out_.reason = e.what();
     }
-    if (job_.cancel.cancelled() && out_.status != attempt_status::done) {
-      out_.status = attempt_status::interrupted;
+    if (job_.cancel.cancelled() && out_.end != run::attempt_end::done) {
+      out_.end = run::attempt_end::interrupted;
       out_.reason = "interrupted";
     }
     self_->send(job_.orchestrator, outcome_atom::value, out_);
   }
 
 private:
-  void progress(const std::string& phase, const std::string& detail,
-                bool with_worktree = false) {
+  void progress(attempt_phase phase, const std::string& detail) {
     attempt_progress p{job_.task.id, job_.attempt, phase, detail, {}, {}};
-    if (with_worktree) {
+    if (phase == attempt_phase::leased) {
       p.worktree = out_.worktree;
       p.branch = out_.branch;
     }
@@ -269,7 +268,7 @@ private:
   bool interrupted() {
     if (!job_.cancel.cancelled())
       return false;
-    out_.status = attempt_status::interrupted;
+    out_.end = run::attempt_end::interrupted;
     out_.reason = "interrupted";
     return true;
   }
@@ -277,12 +276,12 @@ private:
   void steps() {
     auto& t = job_.task;
     auto& cfg = job_.cfg;
-    out_.status = attempt_status::failed;
+    out_.end = run::attempt_end::failed;
     if (interrupted())
       return;
     if (!lease() || !resolve_scope())
       return;
-    progress("running", "", true);
+    progress(attempt_phase::leased, "");
     auto log_dir = job_.root / ".taskforce"
                    / store::attempt_log_dir(job_.run_id, t.id,
                                             static_cast<int>(job_.attempt));
@@ -303,10 +302,10 @@ private:
                      .value_or(worker_backend::shell);
     int64_t timeout = t.timeout_ms > 0 ? t.timeout_ms : cfg.task_timeout_ms;
     for (;;) {
-      round.invocation = t.invocations + out_.rounds + 1;
+      round.invocation = t.invocations + out_.turns + 1;
       round.repair = out_.repairs;
       auto call = backend_command(job_, round);
-      ++out_.rounds;
+      ++out_.turns;
       auto r = run_command(std::move(call), log_dir / "worker.log", timeout,
                            out_.repairs > 0);
       out_.exit_code = r.exit_code;
@@ -315,13 +314,13 @@ private:
       auto reading = read_report(r.tail);
       auto v = judge_worker(backend, r, reading);
       if (v.report && v.report->usage) {
-        out_.input_tokens += v.report->usage->input_tokens;
-        out_.output_tokens += v.report->usage->output_tokens;
-        out_.cost_usd += v.report->usage->cost_usd;
+        out_.spent.input_tokens += v.report->usage->input_tokens;
+        out_.spent.output_tokens += v.report->usage->output_tokens;
+        out_.spent.cost_usd += v.report->usage->cost_usd;
       }
       out_.tail = tail_of(r.tail, 2000);
       if (v.kind == verdict_kind::blocked) {
-        out_.status = attempt_status::blocked;
+        out_.end = run::attempt_end::blocked;
         out_.reason = v.reason;
         return;
       }
@@ -329,11 +328,11 @@ private:
         out_.reason = "worker: " + v.reason;
         return;
       }
-      progress("verifying", "");
+      progress(attempt_phase::verifying, "");
       if (!in_scope(false))
         return;
       if (t.verify.empty()) {
-        out_.status = attempt_status::done;
+        out_.end = run::attempt_end::done;
         out_.reason = v.reason;
         return;
       }
@@ -348,7 +347,7 @@ private:
         // What the gate left is part of what the task brings.
         if (!in_scope(true))
           return;
-        out_.status = attempt_status::done;
+        out_.end = run::attempt_end::done;
         out_.reason = v.reason;
         return;
       }
@@ -361,8 +360,8 @@ private:
       repair_note_ = failure + "\n" + g.tail;
       round.gate_result = g.describe();
       round.gate_tail = g.tail;
-      progress("repairing", "repair " + std::to_string(out_.repairs) + ": "
-                              + failure);
+      progress(attempt_phase::repairing,
+               "repair " + std::to_string(out_.repairs) + ": " + failure);
     }
   }
 

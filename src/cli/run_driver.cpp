@@ -454,8 +454,8 @@ int drive_run(const drive_options& opts) {
   while (final_state.empty()) {
     self->receive(
       [&](run_event& ev) { table.apply(ev); },
-      [&](finished_atom, std::string& state, std::string& reason) {
-        final_state = state;
+      [&](finished_atom, run_state state, std::string& reason) {
+        final_state = to_string(state);
         final_reason = reason;
       },
       caf::after(std::chrono::milliseconds(200)) >> [&] {

@@ -40,6 +40,16 @@ std::string commit_in_place(repository& repo,
 
 namespace {
 
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs) {
+    if (!out.empty())
+      out += ", ";
+    out += x;
+  }
+  return out;
+}
+
 // A folder in our worktree area that git does not know as a worktree holds
 // no git work; it is moved aside rather than deleted all the same.
 void move_aside(const fs::path& path) {
@@ -126,6 +136,29 @@ std::string workspace::snapshot(const std::string& path) {
 
 attempt_changes workspace::check(const attempt_place& place) {
   return place.branch.empty() ? check_in_place(place) : check_worktree(place);
+}
+
+integration workspace::check_merged(const integration_request& req) {
+  integration out;
+  out.status = integration::outcome::not_merged;
+  if (req.branch.empty())
+    return out;
+  fs::path wt{req.worktree};
+  if (!req.worktree.empty() && is_worktree_at(wt, nullptr)) {
+    auto tree = open(wt);
+    if (!changed_paths(tree).empty())
+      return out;
+  }
+  auto tip = branch_tip(repo_, req.branch);
+  if (!tip) {
+    out.message = "branch " + req.branch + " is gone";
+    return out;
+  }
+  if (auto merged = merged_commit(repo_, *tip, base_branch_)) {
+    out.status = integration::outcome::merged;
+    out.commit = *merged;
+  }
+  return out;
 }
 
 bool workspace::discard(const std::string& run_id, const std::string& task_id) {
@@ -510,10 +543,14 @@ integration workspace::merge_task(const integration_request& req) {
     case oc::conflict:
       out.status = integration::outcome::conflict;
       out.paths = r.paths;
+      out.message = "merge conflict in " + join(r.paths) + " (branch "
+                    + req.branch + " kept)";
       break;
     case oc::dirty_checkout:
       out.status = integration::outcome::dirty;
       out.paths = r.paths;
+      out.message = "main checkout has uncommitted changes to " + join(r.paths)
+                    + " (nothing overwritten)";
       break;
   }
   return out;

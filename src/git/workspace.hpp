@@ -117,6 +117,8 @@ struct integration {
     dirty,
     /// Anything else; `message` says what.
     error,
+    /// For check_merged: the task's work is not in the base.
+    not_merged,
   };
   outcome status = outcome::error;
   /// The base commit that brought the work in (merged, already_merged,
@@ -159,6 +161,12 @@ class workspace {
 
   /// Commits a task's work and merges it into the base branch.
   integration integrate(const integration_request& req);
+
+  /// Whether the task's work is in the base already (merged by hand while
+  /// it waited in review): `merged` with the base commit that has it, or
+  /// `not_merged`. Work still uncommitted in the task's worktree is not
+  /// merged, whatever its branch says. Changes nothing.
+  integration check_merged(const integration_request& req);
 
   /// Removes the task's worktree and branch, work and all; true if
   /// anything was removed.

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "src/plan/graph.hpp"
+#include "src/run/outcome.hpp"
 #include "src/run/task_state.hpp"
 
 namespace taskforce::run {
@@ -163,32 +164,6 @@ enum class run_phase : uint8_t {
 
 /// The lowercase name.
 const char* to_string(run_phase x);
-
-/// How a worker attempt ended.
-enum class attempt_end : uint8_t {
-  /// Work done, scope checked, gate passed.
-  done,
-  /// The worker needs a person (its question is the reason).
-  blocked,
-  /// The worker, the scope check or the gate failed.
-  failed,
-  /// Cut short (cancelled); does not count as an attempt.
-  interrupted,
-};
-
-/// How an integration ended.
-enum class merge_end : uint8_t {
-  /// The branch is in the base now (or already was).
-  merged,
-  /// Nothing to merge: the task changed nothing.
-  empty,
-  /// The merge conflicts, or would overwrite edits in the main checkout.
-  conflict,
-  /// Git failed.
-  error,
-  /// For check_merged: the branch is not in the base.
-  not_merged,
-};
 
 /// The answer to a person's command (approve, reject, answer).
 struct steer_result {

@@ -24,8 +24,8 @@ struct run_cfg : caf::actor_system_config {
 struct record {
   std::vector<std::string> launched;
   std::vector<task_transition> transitions;
-  std::vector<std::string> run_states;
-  std::vector<std::string> finished;
+  std::vector<run_state> run_states;
+  std::vector<run_state> finished;
   std::vector<std::string> merged;
 };
 
@@ -33,30 +33,37 @@ uint64_t note(record& rec, const task_transition& t) {
   rec.transitions.push_back(t);
   uint64_t n = 0;
   for (auto& x : rec.transitions)
-    if (x.task_id == t.task_id && x.state == "running")
+    if (x.task_id == t.task_id && x.to == task_state::running)
       ++n;
   return n;
 }
 
 ledger_actor::behavior_type fake_ledger(std::shared_ptr<record> rec) {
   return {
-    [rec](record_atom, task_transition& t) -> uint64_t {
-      return note(*rec, t);
-    },
     [rec](record_atom, transition_batch& b) {
       batch_acks acks;
-      for (auto& t : b.changes)
-        acks.attempts.push_back(note(*rec, t));
+      for (auto& t : b.changes) {
+        transition_ack ack;
+        ack.durable = true;
+        ack.attempt = note(*rec, t);
+        acks.acks.push_back(ack);
+      }
       return acks;
     },
+    [](record_atom, task_update&) {
+      return true;
+    },
     [rec](record_atom, run_transition& t) {
-      rec->run_states.push_back(t.state);
+      rec->run_states.push_back(t.to);
+      return true;
+    },
+    [](add_atom, std::string&, task_additions&) {
       return true;
     },
     [rec](caf::get_atom, std::string& id) {
-      return run_transition{id, rec->run_states.empty()
-                                  ? "running"
-                                  : rec->run_states.back(),
+      return run_transition{id,
+                            rec->run_states.empty() ? run_state::running
+                                                    : rec->run_states.back(),
                             ""};
     },
   };
@@ -64,25 +71,38 @@ ledger_actor::behavior_type fake_ledger(std::shared_ptr<record> rec) {
 
 git_actor::behavior_type fake_git(std::shared_ptr<record> rec) {
   return {
-    [](lease_atom, worktree_request&) { return worktree_lease{}; },
-    [](snapshot_atom, std::string&) { return std::string{}; },
-    [](changed_atom, scope_request&) { return scope_report{}; },
+    [](lease_atom, worktree_request&) {
+      return worktree_lease{};
+    },
+    [](snapshot_atom, std::string&) {
+      return std::string{};
+    },
+    [](changed_atom, scope_request&) {
+      return scope_report{};
+    },
     [rec](merge_atom, merge_request& r) {
       rec->merged.push_back(r.task_id);
       merge_outcome m;
-      m.status = merge_status::merged;
+      m.end = run::merge_end::merged;
       m.merge_commit = "c-" + r.task_id;
       return m;
     },
-    [](discard_atom, std::string&, std::string&) { return true; },
-    [](finished_atom) { return true; },
+    [](check_atom, merge_request&) {
+      return merge_outcome{};
+    },
+    [](discard_atom, std::string&, std::string&) {
+      return true;
+    },
+    [](finished_atom) {
+      return true;
+    },
   };
 }
 
 caf::behavior fake_watcher(std::shared_ptr<record> rec) {
   return {
     [](run_event&) {},
-    [rec](finished_atom, std::string& state, std::string&) {
+    [rec](finished_atom, run_state state, std::string&) {
       rec->finished.push_back(state);
     },
   };
@@ -129,12 +149,12 @@ struct fixture : test_coordinator_fixture<run_cfg> {
     sched.run();
   }
 
-  void outcome(const std::string& id, attempt_status st, uint64_t attempt = 1,
+  void outcome(const std::string& id, run::attempt_end st, uint64_t attempt = 1,
                std::string reason = "") {
     attempt_outcome o;
     o.task_id = id;
     o.attempt = attempt;
-    o.status = st;
+    o.end = st;
     o.reason = std::move(reason);
     self->send(orch, outcome_atom::value, o);
     sched.run();
@@ -143,8 +163,8 @@ struct fixture : test_coordinator_fixture<run_cfg> {
   std::string last_state(const std::string& id) {
     std::string s;
     for (auto& t : rec->transitions)
-      if (t.task_id == id && !t.state.empty())
-        s = t.state;
+      if (t.task_id == id)
+        s = to_string(t.to);
     return s;
   }
 
@@ -164,7 +184,7 @@ CAF_TEST(it launches ready tasks by priority up to the concurrency limit) {
   start({make_task("a", 0), make_task("b", 1), make_task("c", 2, {}, {}, 5)},
         cfg);
   CAF_CHECK_EQUAL(rec->launched, (std::vector<std::string>{"c", "a"}));
-  outcome("c", attempt_status::done);
+  outcome("c", run::attempt_end::done);
   CAF_CHECK_EQUAL(rec->launched, (std::vector<std::string>{"c", "a", "b"}));
   CAF_CHECK_EQUAL(rec->merged, std::vector<std::string>{"c"});
   CAF_CHECK_EQUAL(last_state("c"), "done");
@@ -175,24 +195,24 @@ CAF_TEST(conflicting tasks never run together and dependents wait) {
   start({make_task("a", 0, {}, {1}), make_task("b", 1, {}, {0}),
          make_task("c", 2, {0})});
   CAF_CHECK_EQUAL(rec->launched, std::vector<std::string>{"a"});
-  outcome("a", attempt_status::done);
+  outcome("a", run::attempt_end::done);
   CAF_CHECK_EQUAL(rec->launched, (std::vector<std::string>{"a", "b", "c"}));
-  outcome("b", attempt_status::done);
-  outcome("c", attempt_status::done);
-  CAF_CHECK_EQUAL(rec->finished, std::vector<std::string>{"completed"});
-  CAF_CHECK_EQUAL(rec->run_states.back(), "completed");
+  outcome("b", run::attempt_end::done);
+  outcome("c", run::attempt_end::done);
+  CAF_CHECK_EQUAL(rec->finished, std::vector<run_state>{run_state::completed});
+  CAF_CHECK_EQUAL(rec->run_states.back(), run_state::completed);
 }
 
 CAF_TEST(a failure is retried then pauses the run with dependents pending) {
   run_config cfg;
   cfg.max_attempts = 2;
   start({make_task("a", 0), make_task("b", 1, {0})}, cfg);
-  outcome("a", attempt_status::failed, 1, "gate failed");
+  outcome("a", run::attempt_end::failed, 1, "gate failed");
   CAF_CHECK_EQUAL(rec->launched, (std::vector<std::string>{"a", "a"}));
-  outcome("a", attempt_status::failed, 2, "gate failed");
+  outcome("a", run::attempt_end::failed, 2, "gate failed");
   CAF_CHECK_EQUAL(last_state("a"), "failed");
   CAF_CHECK_EQUAL(last_state("b"), "");
-  CAF_CHECK_EQUAL(rec->finished, std::vector<std::string>{"paused"});
+  CAF_CHECK_EQUAL(rec->finished, std::vector<run_state>{run_state::paused});
 }
 
 CAF_TEST(continue on error skips dependents and finishes the rest) {
@@ -200,23 +220,23 @@ CAF_TEST(continue on error skips dependents and finishes the rest) {
   cfg.max_attempts = 1;
   cfg.continue_on_error = true;
   start({make_task("a", 0), make_task("b", 1, {0}), make_task("c", 2)}, cfg);
-  outcome("a", attempt_status::blocked, 1, "needs a key");
+  outcome("a", run::attempt_end::blocked, 1, "needs a key");
   CAF_CHECK_EQUAL(last_state("a"), "blocked");
   CAF_CHECK_EQUAL(last_state("b"), "skipped");
-  outcome("c", attempt_status::done);
+  outcome("c", run::attempt_end::done);
   // a is blocked, not final: the run waits on it.
-  CAF_CHECK_EQUAL(rec->finished, std::vector<std::string>{"paused"});
+  CAF_CHECK_EQUAL(rec->finished, std::vector<run_state>{run_state::paused});
 }
 
 CAF_TEST(an interrupted attempt does not count and the pause holds) {
   start({make_task("a", 0), make_task("b", 1)});
   self->send(orch, pause_atom::value, std::string{"Ctrl-C"}, true);
   sched.run();
-  outcome("a", attempt_status::interrupted);
-  outcome("b", attempt_status::interrupted);
+  outcome("a", run::attempt_end::interrupted);
+  outcome("b", run::attempt_end::interrupted);
   CAF_CHECK_EQUAL(last_state("a"), "interrupted");
-  CAF_CHECK_EQUAL(rec->run_states.back(), "paused");
-  CAF_CHECK_EQUAL(rec->finished, std::vector<std::string>{"paused"});
+  CAF_CHECK_EQUAL(rec->run_states.back(), run_state::paused);
+  CAF_CHECK_EQUAL(rec->finished, std::vector<run_state>{run_state::paused});
   CAF_CHECK_EQUAL(rec->launched.size(), 2u);
 }
 
