@@ -55,6 +55,12 @@ struct task_view;
 struct steer_reply;
 struct task_additions;
 
+// -- process family (messages/process.hpp) -----------------------------------
+
+struct proc_started;
+struct proc_output;
+struct proc_exited;
+
 namespace run {
 
 enum class attempt_end : uint8_t;
@@ -158,5 +164,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_ATOM(taskforce_run, taskforce, approve_atom, "approve")
   CAF_ADD_ATOM(taskforce_run, taskforce, reject_atom, "reject")
   CAF_ADD_ATOM(taskforce_run, taskforce, answer_atom, "answer")
+  // A worker and its process helper (messages/process.hpp).
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_started))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_output))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_exited))
+  // A worker takes its task's undelivered mail.
+  CAF_ADD_ATOM(taskforce_run, taskforce, take_atom, "take")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_run)
