@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <set>
 #include <fstream>
 #include <iostream>
 #include <map>
-#include <set>
 #include <sstream>
 
 #include <caf/all.hpp>
@@ -28,8 +28,8 @@
 #include "src/store/ledger.hpp"
 #include "src/store/run_lock.hpp"
 #include "src/taskfile/parse.hpp"
-#include "src/text/file.hpp"
 #include "src/worker/script.hpp"
+#include "src/text/file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -41,8 +41,7 @@ fs::path state_dir(const fs::path& root) {
 
 namespace {
 
-// -- Ctrl-C
-// ---------------------------------------------------------------------
+// -- Ctrl-C ---------------------------------------------------------------------
 
 std::atomic<int> interrupts{0};
 
@@ -54,7 +53,7 @@ extern "C" void on_interrupt(int) {
     const char msg[] = "\ntaskforce: stopped at once; run `taskforce resume` "
                        "to continue\n";
     auto n = ::write(2, msg, sizeof msg - 1);
-    (void)n;
+    (void) n;
     ::_exit(1);
   }
 }
@@ -76,8 +75,7 @@ struct signal_guard {
   }
 };
 
-// -- helpers
-// --------------------------------------------------------------------
+// -- helpers --------------------------------------------------------------------
 
 std::string read_text(const fs::path& p) {
   auto text = read_file(p);
@@ -202,7 +200,8 @@ void prepare_resume(store::ledger& db, const std::string& run_id,
         c.reason = "resumed: merging again";
         db.transition(run_id, t.id, c, now);
         break;
-      default: break;
+      default:
+        break;
     }
   }
 }
@@ -245,8 +244,8 @@ int drive_run(const drive_options& opts) {
 
   fs::create_directories(dir);
   git::ensure_excluded(repo, "/.taskforce/");
-  auto lock_or_holder
-    = store::run_lock::try_acquire(dir / store::run_lock_file_name);
+  auto lock_or_holder = store::run_lock::try_acquire(
+    dir / store::run_lock_file_name);
   if (auto* holder = std::get_if<store::run_lock_holder>(&lock_or_holder))
     throw usage_error(store::describe(*holder)
                       + "; two processes never drive a run at once");
@@ -270,8 +269,8 @@ int drive_run(const drive_options& opts) {
       if (last && last->state == run_state::completed) {
         // A kill after completion may have left merged worktrees behind.
         git::remove_merged_leftovers(repo, last->base_branch, last->id, {});
-        std::cout << "nothing to resume: run " << last->id << " (" << last->file
-                  << ") completed\n";
+        std::cout << "nothing to resume: run " << last->id << " ("
+                  << last->file << ") completed\n";
         return exit_ok;
       }
       throw usage_error("no unfinished run to resume");
@@ -308,8 +307,8 @@ int drive_run(const drive_options& opts) {
     nr.id = store::new_run_id(now);
     nr.file = file_rel;
     fs::path fp = file_rel;
-    nr.file_hash
-      = store::content_hash(read_text(fp.is_relative() ? root / fp : fp));
+    nr.file_hash = store::content_hash(
+      read_text(fp.is_relative() ? root / fp : fp));
     nr.base_branch = base_branch;
     nr.max_concurrency = cfg.run.max_concurrency;
     nr.config_json = config_json_of(cfg);
@@ -340,8 +339,8 @@ int drive_run(const drive_options& opts) {
     rows[r.id] = r;
   for (auto& s : specs)
     if (rows.count(s.id) == 0)
-      throw usage_error(file_rel + ": task " + s.id + " is not part of run "
-                        + run_id
+      throw usage_error(file_rel + ": task " + s.id
+                        + " is not part of run " + run_id
                         + " (the file changed); abort the run to start over");
   plan::task_graph graph{specs};
   std::vector<run_task> tasks;
@@ -385,7 +384,7 @@ int drive_run(const drive_options& opts) {
   runtime_config sys_cfg{0, false};
   caf::actor_system sys{sys_cfg};
   auto ledger = spawn_ledger_service(sys, std::move(db));
-  git_service_setup gs{std::move(repo),           root, base_branch, run_id,
+  git_service_setup gs{std::move(repo), root, base_branch, run_id,
                        cfg.run.cleanup_worktrees, {}};
   // Worktrees of done tasks left by an earlier process: spares, if clean.
   // Never one that an unfinished task works in (they share folders once a
@@ -417,31 +416,31 @@ int drive_run(const drive_options& opts) {
 
   auto self_exe = current_executable();
   auto run_cfg = cfg.run;
-  worker_launcher launch
-    = [&sys, run_id, run_cfg, root, self_exe,
-       git](const run_task& t, uint64_t attempt, bool fresh, caf::actor orch) {
-        worker_job job;
-        job.run_id = run_id;
-        job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
-        job.agent = t.agent;
-        job.timeout_ms = t.timeout_ms;
-        job.attempt = attempt;
-        job.invocations = t.invocations;
-        job.previous_failure = t.previous_failure;
-        job.known_worktree = t.worktree;
-        job.fresh = fresh;
-        job.cfg = run_cfg;
-        job.root = root;
-        job.self_exe = self_exe;
-        job.git = git;
-        job.orchestrator = orch;
-        auto actor = spawn_worker(sys, std::move(job));
-        // A cancel is a message that overtakes the worker's other mail.
-        return worker_handle{actor, [actor] {
-                               caf::anon_send<caf::message_priority::high>(
-                                 actor, cancel_atom::value);
-                             }};
-      };
+  worker_launcher launch = [&sys, run_id, run_cfg, root, self_exe,
+                            git](const run_task& t, uint64_t attempt,
+                                 bool fresh, caf::actor orch) {
+    worker_job job;
+    job.run_id = run_id;
+    job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
+    job.agent = t.agent;
+    job.timeout_ms = t.timeout_ms;
+    job.attempt = attempt;
+    job.invocations = t.invocations;
+    job.previous_failure = t.previous_failure;
+    job.known_worktree = t.worktree;
+    job.fresh = fresh;
+    job.cfg = run_cfg;
+    job.root = root;
+    job.self_exe = self_exe;
+    job.git = git;
+    job.orchestrator = orch;
+    auto actor = spawn_worker(sys, std::move(job));
+    // A cancel is a message that overtakes the worker's other mail.
+    return worker_handle{actor, [actor] {
+                           caf::anon_send<caf::message_priority::high>(
+                             actor, cancel_atom::value);
+                         }};
+  };
   orchestrator_setup os;
   os.run_id = run_id;
   os.file = file_rel;
@@ -461,25 +460,22 @@ int drive_run(const drive_options& opts) {
   bool asked_to_pause = false;
   while (final_state.empty()) {
     self->receive(
-      [&](run_event& ev) {
-        table.apply(ev);
-      },
+      [&](run_event& ev) { table.apply(ev); },
       [&](finished_atom, run_state state, std::string& reason) {
         final_state = to_string(state);
         final_reason = reason;
       },
-      caf::after(std::chrono::milliseconds(200)) >>
-        [&] {
-          if (interrupts.load() > 0 && !asked_to_pause) {
-            asked_to_pause = true;
-            if (!tty)
-              std::cout << "interrupted: pausing (Ctrl-C again to stop at "
-                           "once)\n";
-            self->send(orch, pause_atom::value,
-                       std::string{"interrupted by Ctrl-C"}, true);
-          }
-          table.redraw(now_ms());
-        });
+      caf::after(std::chrono::milliseconds(200)) >> [&] {
+        if (interrupts.load() > 0 && !asked_to_pause) {
+          asked_to_pause = true;
+          if (!tty)
+            std::cout << "interrupted: pausing (Ctrl-C again to stop at "
+                         "once)\n";
+          self->send(orch, pause_atom::value,
+                     std::string{"interrupted by Ctrl-C"}, true);
+        }
+        table.redraw(now_ms());
+      });
   }
   table.finish(now_ms());
   // Clean merged worktrees kept for reuse go now; anything holding work
