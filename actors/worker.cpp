@@ -149,8 +149,11 @@ void fail(self_ptr self, std::string reason) {
   finish(self, run::attempt_end::failed, std::move(reason));
 }
 
-/// After a reply arrived: whether a cancel ended the attempt meanwhile.
+/// After a reply arrived: whether the attempt is over (a late reply after
+/// the outcome is ignored), or a cancel ends it now.
 bool stopped(self_ptr self) {
+  if (self->state.now == phase::done)
+    return true;
   if (!self->state.cancelled)
     return false;
   finish(self, run::attempt_end::interrupted, "interrupted");
@@ -396,7 +399,8 @@ bool mail_turn(worker_state& st, std::vector<std::string>& answers,
 void mail_arrived(self_ptr self, std::vector<std::string> answers,
                   std::vector<std::string> messages) {
   auto& st = self->state;
-  if (stopped(self))
+  // Once only: the mailbox's answer, or its going down, whichever is first.
+  if (st.now != phase::taking_mail || stopped(self))
     return;
   if (st.out.turns == 0) {
     if (!mail_turn(st, answers, messages, turn_kind::start))
@@ -569,6 +573,8 @@ caf::behavior worker(self_ptr self, worker_job job) {
       proc::kill_running(*mark);
   });
   self->monitor(st.job.git);
+  if (st.job.mail)
+    self->monitor(st.job.mail);
   self->set_down_handler([self](caf::down_msg& d) {
     auto& st = self->state;
     if (st.helper && d.source == st.helper.address()) {
@@ -578,6 +584,13 @@ caf::behavior worker(self_ptr self, worker_job job) {
       exit.error = "the process helper stopped: " + render(self, d.reason);
       exit.description = exit.error;
       helper_exited(self, std::move(exit));
+    } else if (st.job.mail && d.source == st.job.mail.address()) {
+      // Without a mailbox the task's mail stays undelivered in the ledger;
+      // the attempt goes on without it.
+      spdlog::warn("{}: the mailbox stopped: {}", st.job.task.id,
+                   render(self, d.reason));
+      st.job.mail = nullptr;
+      mail_arrived(self, {}, {});
     } else if (d.source == st.job.git.address() && st.now != phase::done) {
       // A request in flight would never be answered.
       if (st.now == phase::leasing || st.now == phase::checking) {

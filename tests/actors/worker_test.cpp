@@ -38,6 +38,8 @@ struct record {
     mail;
   /// How often the worker took mail.
   size_t takes = 0;
+  /// The mailbox answers only when told (promises kept here).
+  bool hold_mail = false;
   std::vector<attempt_progress> progress;
   std::vector<attempt_outcome> outcomes;
 };
@@ -77,11 +79,15 @@ git_actor::behavior_type fake_git(git_actor::pointer self,
   };
 }
 
-worker_mail_actor::behavior_type fake_mail(std::shared_ptr<record> rec) {
+worker_mail_actor::behavior_type fake_mail(worker_mail_actor::pointer self,
+                                           std::shared_ptr<record> rec) {
   return {
-    [rec](take_atom, std::string&, std::string&)
+    [self, rec](take_atom, std::string&, std::string&)
       -> caf::result<std::vector<std::string>, std::vector<std::string>> {
       ++rec->takes;
+      if (rec->hold_mail)
+        return self->make_response_promise<std::vector<std::string>,
+                                           std::vector<std::string>>();
       if (rec->mail.empty())
         return {std::vector<std::string>{}, std::vector<std::string>{}};
       auto m = rec->mail.front();
@@ -424,6 +430,21 @@ CAF_TEST(a helper that dies without its exit fails the attempt) {
   run();
   CAF_CHECK(outcome().end == run::attempt_end::failed);
   CAF_CHECK(outcome().reason.rfind("the process helper stopped", 0) == 0);
+}
+
+CAF_TEST(a mailbox that stops leaves the attempt going without mail) {
+  rec->hold_mail = true;
+  start(job());
+  CAF_CHECK(rec->commands.empty());
+  anon_send_exit(mail, caf::exit_reason::kill);
+  run();
+  // Once, whatever else the mailbox's end brings.
+  CAF_REQUIRE_EQUAL(rec->commands.size(), 1u);
+  CAF_CHECK_EQUAL(env_of(command(), "TASKFORCE_TURN"), "start");
+  finish_command(exited(0, "[task:done] x"));
+  finish_command(exited(0, "gate ok"));
+  CAF_CHECK(outcome().end == run::attempt_end::done);
+  CAF_CHECK_EQUAL(rec->commands.size(), 2u);
 }
 
 CAF_TEST(messages of a helper that is not the current one are ignored) {
