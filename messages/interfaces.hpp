@@ -114,6 +114,20 @@ using orchestrator_actor = caf::typed_actor<
   caf::reacts_to<outcome_atom, attempt_outcome>,
   /// From a worker: its attempt entered a new phase.
   caf::reacts_to<progress_atom, attempt_progress>,
+  /// From a person: approve a task in review (integrate it) or held (lift
+  /// its hold); answered once the change is durable, or with run_errc
+  /// unknown_task / wrong_state (naming the task's state).
+  caf::replies_to<approve_atom, std::string>::with<steer_reply>,
+  /// From a person: turn down a task in review or held (task, why); it
+  /// becomes blocked. Answered as approve.
+  caf::replies_to<reject_atom, std::string, std::string>::with<steer_reply>,
+  /// From a person: answer a blocked task (task, text); it runs again and
+  /// its worker's first turn is the answer. Answered as approve.
+  caf::replies_to<answer_atom, std::string, std::string>::with<steer_reply>,
+  /// From a person: tasks join the run, recorded in the ledger first;
+  /// answered once durable, or with run_errc duplicate_task / bad_tasks /
+  /// ledger_io.
+  caf::replies_to<add_atom, task_additions>::with<steer_reply>,
   /// From itself: time to look for a pause or abort asked by another process.
   caf::reacts_to<caf::tick_atom>>;
 
