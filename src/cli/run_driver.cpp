@@ -392,18 +392,16 @@ int drive_run(const drive_options& opts) {
     job.invocations = t.invocations;
     job.previous_failure = t.previous_failure;
     job.known_worktree = t.worktree;
+    job.session = t.session;
     job.fresh = fresh;
     job.cfg = run_cfg;
     job.root = root;
     job.self_exe = self_exe;
     job.git = git;
     job.orchestrator = orch;
-    auto actor = spawn_worker(sys, std::move(job));
-    // A cancel is a message that overtakes the worker's other mail.
-    return worker_handle{actor, [actor] {
-                           caf::anon_send<caf::message_priority::high>(
-                             actor, cancel_atom::value);
-                         }};
+    // The orchestrator stops it with cancel_atom; the worker kills its
+    // command through the process registry.
+    return worker_handle{spawn_worker(sys, std::move(job)), {}};
   };
   orchestrator_setup os;
   os.run_id = run_id;
