@@ -379,8 +379,8 @@ CAF_TEST(output progress is bounded in size and rate and the head is kept) {
   CAF_CHECK_EQUAL(r.head, "banner-line");
   CAF_REQUIRE_EQUAL(seen.size(), 1u);
   CAF_CHECK_LESS_OR_EQUAL(seen[0].size(), 64u);
-  CAF_CHECK(seen[0].find("banner-line") != std::string::npos
-            || seen[0].find("chunk") != std::string::npos);
+  // It was the end of the output at the time.
+  CAF_CHECK(r.tail.find(seen[0]) != std::string::npos);
   // The final tail is the run's, whatever progress showed.
   CAF_CHECK(r.tail.find("chunk 6") != std::string::npos);
 }
