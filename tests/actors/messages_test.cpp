@@ -111,7 +111,7 @@ CAF_TEST(every run message survives serialization with its typed fields) {
   CAF_CHECK(round_trip(sys, reply) == reply);
 }
 
-CAF_TEST(the messages of a worker and its process helper survive serialization) {
+CAF_TEST(process helper messages survive serialization) {
   registered_config cfg;
   caf::actor_system sys{cfg};
   proc_started s{4242, "r1/t1/#abc-7"};
