@@ -112,8 +112,7 @@ struct worker_state {
 
 using self_ptr = caf::stateful_actor<worker_state>*;
 
-// -- reporting
-// ------------------------------------------------------------------
+// -- reporting ----------------------------------------------------------------
 
 void progress(self_ptr self, attempt_phase p, std::string detail) {
   auto& st = self->state;
@@ -164,8 +163,7 @@ std::string render(self_ptr self, const caf::error& err) {
   return self->system().render(err);
 }
 
-// -- processes
-// ------------------------------------------------------------------
+// -- processes ----------------------------------------------------------------
 
 /// Runs `opts` (and writes `inputs` first) in a new helper.
 void run_command(self_ptr self, proc::run_options opts,
@@ -200,8 +198,7 @@ turn_context context_of(const worker_state& st) {
           st.job.root.string()};
 }
 
-// -- the steps
-// ------------------------------------------------------------------
+// -- the steps ----------------------------------------------------------------
 
 void take_mail(self_ptr self);
 void check(self_ptr self);
@@ -530,8 +527,7 @@ void choose(self_ptr self) {
   }
 }
 
-// -- cancel and the helper's messages
-// -------------------------------------------
+// -- cancel and the helper's messages -----------------------------------------
 
 void cancel(self_ptr self) {
   auto& st = self->state;
@@ -578,8 +574,10 @@ caf::behavior worker(self_ptr self, worker_job job) {
   self->set_down_handler([self](caf::down_msg& d) {
     auto& st = self->state;
     if (st.helper && d.source == st.helper.address()) {
-      // Gone without its exit: nothing of the command runs (proc::run
-      // cleans up before it returns), but nobody knows how it ended.
+      // Gone without its exit: its thread may still be in the command,
+      // which is killed (nobody would watch it); how it ended is unknown.
+      if (!st.mark->empty())
+        proc::kill_running(*st.mark);
       proc_exited exit;
       exit.error = "the process helper stopped: " + render(self, d.reason);
       exit.description = exit.error;
