@@ -1,108 +1,94 @@
 #include "actors/ledger_service.hpp"
 
+#include <map>
 #include <optional>
 #include <variant>
 
 #include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 
 namespace taskforce {
 
-namespace {
-
-using json = nlohmann::json;
-
-// Detail keys of a task_transition (see messages/run.hpp) -> task columns.
-store::task_fields fields_of(const json& d) {
+store::task_fields to_store_fields(const task_facts& facts) {
   store::task_fields f;
-  auto str = [&](const char* key, std::optional<std::string>& out) {
-    if (d.contains(key) && d[key].is_string())
-      out = d[key].get<std::string>();
+  auto copy = [](const auto& from, auto& to) {
+    if (from)
+      to = *from;
   };
-  str("branch", f.branch);
-  str("worktree", f.worktree);
-  str("merge_commit", f.merge_commit);
-  str("tail", f.gate_tail);
-  if (d.contains("paths") && d["paths"].is_array())
-    f.conflict_paths = d["paths"].get<std::vector<std::string>>();
+  copy(facts.branch, f.branch);
+  copy(facts.worktree, f.worktree);
+  copy(facts.merge_commit, f.merge_commit);
+  copy(facts.gate_tail, f.gate_tail);
+  copy(facts.conflict_paths, f.conflict_paths);
+  // session and hold_lifted have no column yet.
   return f;
 }
 
-} // namespace
-
-namespace {
-
-store::task_change change_of(const task_transition& tr, json& d) {
+store::task_change to_store_change(const task_transition& tr) {
   store::task_change change;
-  if (!from_string(tr.state, change.to))
-    throw store::ledger_error(store::ledger_errc::invalid_transition,
-                              "unknown task state " + tr.state);
+  change.to = tr.to;
+  change.expect = tr.from;
   if (!tr.reason.empty())
     change.reason = tr.reason;
-  change.fields = fields_of(d);
-  if (d.contains("usage") && d["usage"].is_object()) {
-    auto& u = d["usage"];
-    store::usage use;
-    use.input_tokens = u.value("input_tokens", int64_t{0});
-    use.output_tokens = u.value("output_tokens", int64_t{0});
-    use.cost_usd = u.value("cost_usd", 0.0);
-    if (use.input_tokens != 0 || use.output_tokens != 0 || use.cost_usd != 0)
-      change.usage = use;
-  }
-  if (d.contains("exit_code") && d["exit_code"].is_number_integer()
-      && d["exit_code"].get<int64_t>() >= 0)
-    change.exit_code = d["exit_code"].get<int>();
-  // The event keeps the small facts; the tail lives in the task row.
-  d.erase("tail");
-  change.data_json = d.dump();
+  change.fields = to_store_fields(tr.facts);
+  if (auto& u = tr.facts.spent;
+      u && (u->input_tokens != 0 || u->output_tokens != 0 || u->cost_usd != 0))
+    change.usage
+      = store::usage{static_cast<int64_t>(u->input_tokens),
+                     static_cast<int64_t>(u->output_tokens), u->cost_usd};
+  if (tr.facts.exit_code && *tr.facts.exit_code >= 0)
+    change.exit_code = static_cast<int>(*tr.facts.exit_code);
   return change;
 }
 
-json detail_of(const task_transition& tr) {
-  auto d = json::parse(tr.detail.empty() ? "{}" : tr.detail, nullptr, false);
-  return d.is_object() ? d : json::object();
-}
-
-} // namespace
-
-std::vector<uint64_t> apply_batch(store::ledger& db,
-                                  const std::vector<task_transition>& trs) {
+std::vector<transition_ack> apply_batch(store::ledger& db,
+                                        const transition_batch& batch) {
+  // Where the ledger has each task before the batch: a refused change is
+  // answered with the state the ledger has at that point of the batch.
+  std::map<std::string, std::optional<task_state>> where;
   std::vector<store::task_change_request> reqs;
-  for (auto& tr : trs) {
-    auto d = detail_of(tr);
-    reqs.push_back({tr.run_id, tr.task_id, change_of(tr, d)});
+  for (auto& tr : batch.changes) {
+    if (where.count(tr.task_id) == 0) {
+      auto row = db.find_task(batch.run_id, tr.task_id);
+      where[tr.task_id] = row ? std::optional{row->state} : std::nullopt;
+    }
+    reqs.push_back({batch.run_id, tr.task_id, to_store_change(tr)});
   }
   auto outcomes = db.transition_batch(reqs, store::wall_clock_ms());
-  std::vector<uint64_t> attempts;
-  std::string refused;
+  std::vector<transition_ack> acks;
   for (size_t k = 0; k < outcomes.size(); ++k) {
+    auto& tr = batch.changes[k];
+    auto& now = where[tr.task_id];
+    transition_ack ack;
     if (auto* r = std::get_if<store::transition_result>(&outcomes[k])) {
-      attempts.push_back(static_cast<uint64_t>(r->attempt));
+      ack.durable = true;
+      ack.attempt = static_cast<uint64_t>(r->attempt);
+      now = tr.to;
     } else {
-      attempts.push_back(0);
-      if (refused.empty())
-        refused = "task " + trs[k].task_id + " -> " + trs[k].state + ": "
-                  + std::get<store::ledger_error>(outcomes[k]).what();
+      ack.refusal = std::get<store::ledger_error>(outcomes[k]).what();
+      if (now)
+        ack.actual = *now;
     }
+    acks.push_back(std::move(ack));
   }
-  if (!refused.empty())
-    throw store::ledger_error(store::ledger_errc::invalid_transition, refused);
-  return attempts;
-}
-
-uint64_t apply_transition(store::ledger& db, const task_transition& tr) {
-  auto now = store::wall_clock_ms();
-  auto d = detail_of(tr);
-  if (tr.state.empty()) {
-    db.update_task(tr.run_id, tr.task_id, fields_of(d), now);
-    return tr.attempt;
-  }
-  auto change = change_of(tr, d);
-  auto r = db.transition(tr.run_id, tr.task_id, change, now);
-  return static_cast<uint64_t>(r.attempt);
+  return acks;
 }
 
 namespace {
+
+caf::error fail(const store::ledger_error& e) {
+  switch (e.code()) {
+    case store::ledger_errc::not_found:
+      return caf::make_error(run_errc::unknown_run, std::string{e.what()});
+    case store::ledger_errc::invalid_transition:
+      return caf::make_error(run_errc::refused_transition,
+                             std::string{e.what()});
+    default: return caf::make_error(run_errc::ledger_io, std::string{e.what()});
+  }
+}
+
+caf::error fail(const std::exception& e) {
+  return caf::make_error(run_errc::ledger_io, std::string{e.what()});
+}
 
 struct ledger_state {
   static inline const char* name = "ledger_service";
@@ -110,54 +96,64 @@ struct ledger_state {
   std::optional<store::ledger> db;
 };
 
-caf::error fail(const std::string& what) {
-  return caf::make_error(caf::sec::runtime_error, what);
-}
-
 ledger_actor::behavior_type
 ledger_service(ledger_actor::stateful_pointer<ledger_state> self,
                std::shared_ptr<store::ledger> db) {
   self->state.db.emplace(std::move(*db));
   return {
-    [self](record_atom, task_transition& tr) -> caf::result<uint64_t> {
+    [self](record_atom, transition_batch& batch) -> caf::result<batch_acks> {
       try {
-        return apply_transition(*self->state.db, tr);
+        return batch_acks{apply_batch(*self->state.db, batch)};
+      } catch (const store::ledger_error& e) {
+        return fail(e);
       } catch (const std::exception& e) {
-        return fail("task " + tr.task_id + " -> " + tr.state + ": " + e.what());
+        return fail(e);
       }
     },
-    [self](record_atom,
-           transition_batch& batch) -> caf::result<batch_acks> {
+    [self](record_atom, task_update& up) -> caf::result<bool> {
       try {
-        return batch_acks{apply_batch(*self->state.db, batch.changes)};
+        self->state.db->update_task(up.run_id, up.task_id,
+                                    to_store_fields(up.facts),
+                                    store::wall_clock_ms());
+        return true;
+      } catch (const store::ledger_error& e) {
+        if (e.code() == store::ledger_errc::not_found)
+          return caf::make_error(run_errc::unknown_task, std::string{e.what()});
+        return fail(e);
       } catch (const std::exception& e) {
-        return fail(e.what());
+        return fail(e);
       }
     },
     [self](record_atom, run_transition& tr) -> caf::result<bool> {
       try {
-        run_state to;
-        if (!from_string(tr.state, to))
-          return fail("unknown run state " + tr.state);
         std::optional<std::string> reason;
         if (!tr.reason.empty())
           reason = tr.reason;
-        self->state.db->set_run_state(tr.run_id, to, reason,
+        self->state.db->set_run_state(tr.run_id, tr.to, reason,
                                       store::wall_clock_ms());
         return true;
+      } catch (const store::ledger_error& e) {
+        return fail(e);
       } catch (const std::exception& e) {
-        return fail("run " + tr.run_id + " -> " + tr.state + ": " + e.what());
+        return fail(e);
       }
+    },
+    [](add_atom, std::string&, task_additions&) -> caf::result<bool> {
+      // The ledger's schema has no way yet to add tasks to a run.
+      return caf::make_error(run_errc::ledger_io,
+                             std::string{"this ledger cannot add tasks to a "
+                                         "run"});
     },
     [self](caf::get_atom, std::string& run_id) -> caf::result<run_transition> {
       try {
         auto row = self->state.db->find_run(run_id);
         if (!row)
-          return fail("no run " + run_id);
-        return run_transition{row->id, to_string(row->state),
-                              row->reason.value_or("")};
+          return caf::make_error(run_errc::unknown_run, "no run " + run_id);
+        return run_transition{row->id, row->state, row->reason.value_or("")};
+      } catch (const store::ledger_error& e) {
+        return fail(e);
       } catch (const std::exception& e) {
-        return fail(e.what());
+        return fail(e);
       }
     },
   };

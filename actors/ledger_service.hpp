@@ -1,10 +1,15 @@
 // The ledger service: the one SQLite connection through which a run's
-// transitions become durable. Detached (SQLite blocks, and with
-// synchronous=FULL every commit waits for the disk). A transition is
-// answered only after its transaction committed, so the orchestrator never
-// acts on something a crash could take back. A write the lifecycle refuses
-// is answered with an error naming the task and the move.
+// changes become durable. Detached (SQLite blocks, and with
+// synchronous=FULL every commit waits for the disk). A change is answered
+// only after its transaction committed, so the orchestrator never acts on
+// something a crash could take back. Each change of a batch is answered on
+// its own: a change the ledger refuses (it has the task elsewhere, or the
+// lifecycle forbids the move) is acknowledged as refused with the state
+// the ledger has, and the others are written. A failure of the database
+// itself is a run_errc::ledger_io error and writes nothing of the batch.
 #pragma once
+
+#include <vector>
 
 #include <caf/fwd.hpp>
 
@@ -16,15 +21,17 @@ namespace taskforce {
 /// Spawns the ledger service owning `db` (detached).
 ledger_actor spawn_ledger_service(caf::actor_system& sys, store::ledger db);
 
-/// Applies one task_transition to `db` (the service's own handler, exposed
-/// for tests): an empty state only updates the task's fields. Returns the
-/// task's attempt number. Throws store::ledger_error.
-uint64_t apply_transition(store::ledger& db, const task_transition& tr);
+/// The store's change for a typed transition: the move (refused unless the
+/// ledger has the task in `from`) with the facts the store keeps.
+store::task_change to_store_change(const task_transition& tr);
 
-/// Applies transitions in one transaction (group commit); returns each
-/// attempt number. Throws store::ledger_error when any change was refused
-/// (the others are written).
-std::vector<uint64_t> apply_batch(store::ledger& db,
-                                  const std::vector<task_transition>& trs);
+/// The store's columns for typed facts (those it keeps).
+store::task_fields to_store_fields(const task_facts& facts);
+
+/// Applies a batch in one transaction (the service's own handler, exposed
+/// for tests): one ack per change. Throws store::ledger_error when the
+/// transaction itself fails (nothing is written then).
+std::vector<transition_ack> apply_batch(store::ledger& db,
+                                        const transition_batch& batch);
 
 } // namespace taskforce

@@ -1,23 +1,51 @@
 #include "actors/orchestrator.hpp"
 
-#include <algorithm>
 #include <chrono>
 #include <map>
-#include <set>
+#include <memory>
+#include <optional>
 
 #include <caf/all.hpp>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 namespace taskforce {
 
-bool is_final_task_state(const std::string& state) {
-  return state == "done" || state == "skipped" || state == "failed";
+run::rules rules_of(const run_config& cfg) {
+  run::rules r;
+  bool in_place = cfg.mode == "assist" || !cfg.use_worktrees;
+  // In place, tasks share one checkout: what changed there is attributed
+  // to the one attempt running.
+  r.max_concurrency = in_place ? 1 : std::max<uint64_t>(1, cfg.max_concurrency);
+  r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
+  r.continue_on_error = cfg.continue_on_error;
+  if (cfg.mode == "assist")
+    r.finish = run::integration::leave;
+  else if (!cfg.auto_merge && cfg.use_worktrees)
+    r.finish = run::integration::review;
+  else
+    r.finish = run::integration::merge;
+  return r;
+}
+
+std::vector<run::task_record>
+records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
+           const std::vector<std::string>& reasons) {
+  std::vector<run::task_record> out(graph.size());
+  for (size_t i = 0; i < graph.size(); ++i) {
+    auto& spec = graph.task(i);
+    auto& r = out[i];
+    if (i < states.size())
+      r.state = states[i];
+    if (i < reasons.size())
+      r.reason = reasons[i];
+    r.hold = spec.held;
+    r.hold_reason = spec.hold_reason.value_or("");
+    r.needs_approval = spec.needs_approval;
+  }
+  return out;
 }
 
 namespace {
-
-using json = nlohmann::json;
 
 int64_t clock_ms() {
   using namespace std::chrono;
@@ -25,505 +53,858 @@ int64_t clock_ms() {
     .count();
 }
 
-std::string join(const std::vector<std::string>& xs, const char* sep = ", ") {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += sep;
-    out += x;
+/// A person's command waiting for its changes to become durable.
+struct waiter {
+  caf::typed_response_promise<steer_reply> promise;
+  /// The tasks the reply shows, as the command left them (updated as its
+  /// changes become durable).
+  std::map<size_t, task_view> tasks;
+  /// Changes not acknowledged yet.
+  size_t open = 0;
+  /// The first refusal (or failure); the command is then refused.
+  caf::error failure;
+  bool done = false;
+
+  ~waiter() {
+    if (!done && promise.pending())
+      promise.deliver(caf::make_error(run_errc::no_driver,
+                                      std::string{"the run stopped before the "
+                                                  "command took effect"}));
   }
-  return out;
-}
+};
 
-bool schedulable(const std::string& state) {
-  return state == "pending" || state == "ready" || state == "interrupted";
-}
+using waiter_ptr = std::shared_ptr<waiter>;
 
-// A task occupies its scope while it runs and until its work is merged: a
-// conflicting task started earlier would fork from a base without it.
-bool occupying(const std::string& state) {
-  return state == "running" || state == "verifying" || state == "merging";
-}
+/// A task change on its way to the ledger, with the facts recorded with it
+/// and the command (if any) waiting for it.
+struct pending_change {
+  run::task_change change;
+  task_facts facts;
+  waiter_ptr wait;
+};
+
+/// What goes to the ledger together: task changes in one batch, then the
+/// run change.
+struct commit_unit {
+  std::vector<pending_change> changes;
+  std::optional<run::run_change> run;
+
+  bool empty() const {
+    return changes.empty() && !run;
+  }
+};
+
+/// A started attempt's worker.
+struct worker_entry {
+  worker_handle handle;
+  uint64_t attempt = 0;
+  /// The orchestrator asked it to stop: its death is an interruption.
+  bool stopping = false;
+};
+
+/// What an event adds to the decision it caused: facts for one task's
+/// change, and a command waiting for the decision's changes.
+struct annotation {
+  std::optional<size_t> task;
+  task_facts facts;
+  waiter_ptr wait;
+};
 
 struct orchestrator_state {
-  // -- constants ----------------------------------------------------------------
+  // -- constants --------------------------------------------------------------
   static inline const char* name = "orchestrator";
 
-  // -- member variables ---------------------------------------------------------
-  /// The run's setup, tasks included.
+  // -- member variables -------------------------------------------------------
+  /// The run's setup.
   orchestrator_setup setup;
-  /// Workers alive, by task index.
-  std::map<size_t, worker_handle> running;
-  /// Ledger writes and merges not answered yet: the run cannot finish.
-  size_t outstanding = 0;
-  /// A transition waiting for the next group commit, and what to do once
-  /// it is durable.
-  struct queued {
-    size_t index;
-    std::string state;
-    std::string why;
-    std::function<void(uint64_t)> then;
-  };
-  /// Transitions written while a batch is in flight: the next batch.
-  std::vector<queued> queue;
-  std::vector<task_transition> queue_msgs;
-  /// A batch is with the ledger.
-  bool batch_in_flight = false;
-  /// The run no longer launches tasks.
-  bool paused = false;
-  /// The run stops for good.
-  bool aborted = false;
-  /// The watcher was told; nothing more happens.
-  bool finished = false;
-  /// Why the run paused or was aborted.
-  std::string reason;
-  /// The run was recorded as "running" (start acknowledged).
+  /// The run's rules and every task's state.
+  std::optional<run::scheduler> sched;
+  /// Per task: worktree, branch, attempts, answers.
+  std::vector<task_memory> memory;
+  /// Workers alive, by task.
+  std::map<size_t, worker_entry> workers;
+  /// Merges and hand-merge checks at the git service: token -> task.
+  std::map<uint64_t, size_t> at_git;
+  uint64_t next_git_token = 0;
+  /// Changes gathering for the next batch.
+  commit_unit gathering;
+  /// The batch (and run change) with the ledger, if any.
+  std::optional<commit_unit> in_flight;
+  /// Numbers the units sent, so a late answer to a dropped one is ignored.
+  uint64_t unit_serial = 0;
+  /// Counts the run changes decided: a look at the ledger's run state
+  /// taken before one of them is stale.
+  uint64_t run_writes = 0;
+  /// Why nothing can be recorded any more (the ledger failed or stopped).
+  std::string lost;
+  /// Why the git service is gone.
+  std::string git_gone;
+  /// Ids of tasks being added (waiting for the ledger).
+  std::vector<std::string> adding;
+  /// start_atom arrived.
   bool started = false;
+  /// The watcher was told the run is over for this process.
+  bool told = false;
 };
 
 using self_ptr = orchestrator_actor::stateful_pointer<orchestrator_state>;
 
-void schedule(self_ptr self);
+void step(self_ptr self, run::decision d, annotation a = {});
+void flush(self_ptr self);
+void look(self_ptr self);
 void maybe_finish(self_ptr self);
-void pause_run(self_ptr self, const std::string& why, bool interrupt);
+void ledger_failed(self_ptr self, const std::string& why);
 
-run_task& task(self_ptr self, size_t i) {
-  return self->state.setup.tasks[i];
+run::scheduler& sched(self_ptr self) {
+  return *self->state.sched;
 }
 
-size_t index_of(self_ptr self, const std::string& id) {
-  auto& tasks = self->state.setup.tasks;
-  for (size_t i = 0; i < tasks.size(); ++i)
-    if (tasks[i].id == id)
-      return i;
-  return tasks.size();
+const std::string& id_of(self_ptr self, size_t i) {
+  return sched(self).graph().task(i).id;
 }
 
-void emit(self_ptr self, const run_task* t, const std::string& state,
-          const std::string& why) {
+caf::actor as_actor(self_ptr self) {
+  return caf::actor_cast<caf::actor>(self);
+}
+
+// -- telling the watcher ------------------------------------------------------
+
+void emit_task(self_ptr self, size_t i, task_state state,
+               const std::string& why) {
+  auto& st = self->state;
+  if (!st.setup.watcher)
+    return;
   run_event ev;
   ev.time_ms = clock_ms();
-  ev.run_id = self->state.setup.run_id;
-  if (t != nullptr) {
-    ev.task_id = t->id;
-    ev.title = t->title;
-    ev.attempt = t->attempt_no;
-  }
+  ev.run_id = st.setup.run_id;
+  ev.task_id = id_of(self, i);
+  ev.title = sched(self).graph().task(i).title;
   ev.state = state;
+  ev.attempt = st.memory[i].attempt;
   ev.reason = why;
-  if (self->state.setup.watcher)
-    caf::anon_send(self->state.setup.watcher, std::move(ev));
+  caf::anon_send(st.setup.watcher, std::move(ev));
 }
 
-// A ledger write that fails leaves us unable to promise anything: stop
-// launching and let the running attempts end as interrupted.
-void ledger_failed(self_ptr self, const caf::error& err) {
-  auto what = "ledger: " + self->system().render(err);
-  spdlog::error("{}", what);
-  self->state.reason = what;
-  self->state.paused = true;
-  for (auto& [i, h] : self->state.running)
-    h.cancel();
+void emit_run(self_ptr self, const run::run_change& rc) {
+  auto& st = self->state;
+  if (!st.setup.watcher)
+    return;
+  run_event ev;
+  ev.time_ms = clock_ms();
+  ev.run_id = st.setup.run_id;
+  ev.run = rc.to;
+  ev.reason = rc.reason;
+  caf::anon_send(st.setup.watcher, std::move(ev));
+}
+
+// -- commands waiting for durability ------------------------------------------
+
+void settle_waiter(const waiter_ptr& w) {
+  if (!w || w->done || w->open > 0)
+    return;
+  w->done = true;
+  if (w->failure) {
+    w->promise.deliver(w->failure);
+    return;
+  }
+  steer_reply reply;
+  for (auto& [i, view] : w->tasks)
+    reply.tasks.push_back(view);
+  w->promise.deliver(std::move(reply));
+}
+
+/// A command for tasks `tasks`, shown as the scheduler has them now.
+waiter_ptr make_waiter(self_ptr self, std::vector<size_t> tasks,
+                       caf::typed_response_promise<steer_reply> promise) {
+  auto w = std::make_shared<waiter>();
+  w->promise = std::move(promise);
+  for (auto i : tasks)
+    w->tasks[i]
+      = task_view{id_of(self, i), sched(self).state(i), sched(self).reason(i)};
+  return w;
+}
+
+/// One change of a command was acknowledged: durable (`failure` empty) or
+/// not.
+void acknowledged(const waiter_ptr& w, const run::task_change& c,
+                  caf::error failure) {
+  if (!w)
+    return;
+  if (!failure)
+    if (auto it = w->tasks.find(c.task); it != w->tasks.end()) {
+      it->second.state = c.to;
+      it->second.reason = c.reason;
+    }
+  if (failure && !w->failure)
+    w->failure = std::move(failure);
+  if (w->open > 0)
+    --w->open;
+  settle_waiter(w);
+}
+
+// -- carrying out what a change or an order asks for --------------------------
+
+void launch(self_ptr self, size_t i, uint64_t attempt) {
+  auto& st = self->state;
+  auto& spec = sched(self).graph().task(i);
+  auto& m = st.memory[i];
+  run_task t;
+  t.id = spec.id;
+  t.title = spec.title;
+  t.body = spec.body;
+  t.files = spec.files;
+  t.verify = spec.verify.value_or("");
+  t.run = spec.run.value_or("");
+  t.agent = spec.agent.value_or("");
+  t.model = spec.model.value_or("");
+  t.timeout_ms = spec.timeout_ms.value_or(0);
+  t.invocations = m.invocations;
+  t.previous_failure = m.previous_failure;
+  t.worktree = m.worktree;
+  t.branch = m.branch;
+  t.session = m.session;
+  if (!m.answer.empty()) {
+    t.first_turn = turn_kind::answer;
+    t.turn_text = std::move(m.answer);
+    m.answer.clear();
+  }
+  bool fresh
+    = sched(self).failures(i) > 0 && st.setup.cfg.fresh_worktree_on_retry;
+  std::string why;
+  try {
+    auto h = st.setup.launch(t, attempt, fresh, as_actor(self));
+    if (h.actor) {
+      self->monitor(h.actor);
+      st.workers[i] = worker_entry{std::move(h), attempt, false};
+      return;
+    }
+    why = "cannot start the worker";
+  } catch (const std::exception& e) {
+    why = std::string{"cannot start the worker: "} + e.what();
+  }
+  step(self, sched(self).attempt_ended(i, run::attempt_end::failed, why));
+}
+
+merge_request merge_request_of(self_ptr self, size_t i) {
+  auto& st = self->state;
+  auto& spec = sched(self).graph().task(i);
+  merge_request req;
+  req.run_id = st.setup.run_id;
+  req.task_id = spec.id;
+  req.title = spec.title;
+  req.worktree = st.memory[i].worktree;
+  req.branch = st.memory[i].branch;
+  req.cleanup = st.setup.cfg.cleanup_worktrees;
+  req.scope = spec.files;
+  return req;
+}
+
+/// What a merge or a check answered, for the scheduler.
+void merge_answered(self_ptr self, uint64_t token, const merge_outcome& m) {
+  auto& st = self->state;
+  auto it = st.at_git.find(token);
+  if (it == st.at_git.end())
+    return; // answered already (the git service stopped meanwhile)
+  auto i = it->second;
+  st.at_git.erase(it);
+  task_facts facts;
+  if (!m.merge_commit.empty()) {
+    facts.merge_commit = m.merge_commit;
+    st.memory[i].merge_commit = m.merge_commit;
+  }
+  if (m.end == run::merge_end::conflict || m.end == run::merge_end::error)
+    facts.conflict_paths = m.paths;
+  step(self, sched(self).merge_ended(i, m.end, m.message),
+       annotation{i, std::move(facts), nullptr});
+}
+
+/// Asks the git service to merge task `i` (`check`: only whether it is
+/// merged already).
+void ask_git(self_ptr self, size_t i, bool check) {
+  auto& st = self->state;
+  auto token = st.next_git_token++;
+  st.at_git.emplace(token, i);
+  auto on_error = [self, token](caf::error& err) {
+    merge_outcome m;
+    m.end = run::merge_end::error;
+    m.message = "git: " + self->system().render(err);
+    merge_answered(self, token, m);
+  };
+  auto req = merge_request_of(self, i);
+  if (check)
+    self->request(st.setup.git, caf::infinite, check_atom::value, req)
+      .then(
+        [self, token](merge_outcome& m) {
+          merge_answered(self, token, m);
+        },
+        on_error);
+  else
+    self->request(st.setup.git, caf::infinite, merge_atom::value, req)
+      .then(
+        [self, token](merge_outcome& m) {
+          merge_answered(self, token, m);
+        },
+        on_error);
+}
+
+/// Stops task `i`'s worker; without one (its start is not durable yet),
+/// the attempt ends here.
+void cancel(self_ptr self, size_t i) {
+  auto& st = self->state;
+  auto w = st.workers.find(i);
+  if (w == st.workers.end()) {
+    step(self, sched(self).attempt_ended(i, run::attempt_end::interrupted,
+                                         "stopped before its worker started"));
+    return;
+  }
+  w->second.stopping = true;
+  caf::anon_send<caf::message_priority::high>(w->second.handle.actor,
+                                              cancel_atom::value);
+  if (w->second.handle.cancel)
+    w->second.handle.cancel();
+}
+
+/// Carries out `what` for task `i`: a change's `then` once it is durable,
+/// or an order at once.
+void follow(self_ptr self, size_t i, run::follow_up what, uint64_t attempt) {
+  switch (what) {
+    case run::follow_up::none: return;
+    case run::follow_up::launch: launch(self, i, attempt); return;
+    case run::follow_up::merge: ask_git(self, i, false); return;
+    case run::follow_up::check_merged: ask_git(self, i, true); return;
+    case run::follow_up::cancel: cancel(self, i); return;
+  }
+}
+
+/// A change that will never be durable asked for `what`: the scheduler
+/// hears that it did not happen, so nothing waits for it.
+void abandon(self_ptr self, const run::task_change& c) {
+  if (sched(self).state(c.task) != c.to)
+    return;
+  auto& why = self->state.lost;
+  switch (c.then) {
+    case run::follow_up::launch:
+      step(self, sched(self).attempt_ended(c.task,
+                                           run::attempt_end::interrupted, why));
+      return;
+    case run::follow_up::merge:
+      step(self, sched(self).merge_ended(c.task, run::merge_end::error,
+                                         "not merged: " + why));
+      return;
+    default: return;
+  }
+}
+
+// -- the ledger: group commit -------------------------------------------------
+
+/// Carries out a decision: its changes gather for the ledger (with the
+/// facts and the command of `a` on the first `own` of them), its orders run
+/// at once, its run change follows the task changes.
+void carry_out(self_ptr self, run::decision d, size_t own,
+               const annotation& a) {
+  auto& st = self->state;
+  // The facts go with the change that closes the attempt (or the first).
+  std::optional<size_t> with_facts;
+  if (a.task)
+    for (size_t k = 0; k < own && k < d.changes.size(); ++k)
+      if (d.changes[k].task == *a.task) {
+        if (!with_facts)
+          with_facts = k;
+        if (!in_attempt(d.changes[k].to)) {
+          with_facts = k;
+          break;
+        }
+      }
+  std::vector<run::task_change> dropped;
+  for (size_t k = 0; k < d.changes.size(); ++k) {
+    pending_change p{std::move(d.changes[k]), {}, nullptr};
+    if (with_facts && *with_facts == k)
+      p.facts = a.facts;
+    if (k < own && a.wait) {
+      p.wait = a.wait;
+      ++a.wait->open;
+    }
+    if (!st.lost.empty()) {
+      acknowledged(p.wait, p.change,
+                   caf::make_error(run_errc::ledger_io, st.lost));
+      dropped.push_back(std::move(p.change));
+      continue;
+    }
+    st.gathering.changes.push_back(std::move(p));
+  }
+  if (d.run && st.lost.empty()) {
+    st.gathering.run = std::move(d.run);
+    ++st.run_writes;
+  }
+  for (auto& o : d.now)
+    follow(self, o.task, o.what, st.memory[o.task].attempt);
+  for (auto& c : dropped)
+    abandon(self, c);
+  settle_waiter(a.wait);
+  flush(self);
   maybe_finish(self);
 }
 
-void flush(self_ptr self);
-
-/// Writes a task transition. The in-memory state follows at once (so the
-/// scheduler sees what is about to be true), but `then` (the action) runs
-/// only once the ledger committed it, with the task's attempt number.
-/// Transitions queue while one batch is with the ledger and go together in
-/// the next (group commit): one sync for many.
-void record(self_ptr self, size_t i, std::string state, std::string why,
-            json detail, std::function<void(uint64_t)> then) {
-  auto& t = task(self, i);
-  self->state.queue_msgs.push_back(task_transition{
-    self->state.setup.run_id, t.id, state, t.attempt_no, why,
-    detail.is_null() ? "{}" : detail.dump()});
-  self->state.queue.push_back({i, state, why, std::move(then)});
-  t.state = state;
-  t.reason = why;
-  ++self->state.outstanding;
-  flush(self);
+/// Every event goes through here: the scheduler's decision about it, and
+/// then what starts now.
+void step(self_ptr self, run::decision d, annotation a) {
+  auto own = d.changes.size();
+  d += sched(self).next();
+  carry_out(self, std::move(d), own, a);
 }
 
+void record_run(self_ptr self, uint64_t serial, run::run_change rc) {
+  auto& st = self->state;
+  run_transition tr{st.setup.run_id, rc.to, rc.reason};
+  self->request(st.setup.ledger, caf::infinite, record_atom::value, tr)
+    .then(
+      [self, serial, rc](bool) {
+        auto& st = self->state;
+        if (serial != st.unit_serial || !st.lost.empty())
+          return;
+        st.in_flight.reset();
+        emit_run(self, rc);
+        flush(self);
+        maybe_finish(self);
+      },
+      [self, serial](caf::error& err) {
+        auto& st = self->state;
+        if (serial != st.unit_serial || !st.lost.empty())
+          return;
+        if (err == run_errc::refused_transition) {
+          // Another process moved the run (an abort): look at once, and
+          // let the scheduler follow what the ledger says.
+          st.in_flight.reset();
+          ++st.run_writes;
+          look(self);
+          flush(self);
+          maybe_finish(self);
+          return;
+        }
+        ledger_failed(self, self->system().render(err));
+      });
+}
+
+/// The ledger answered a batch: tell the watcher what is durable, take the
+/// ledger's word where it refused, then carry out each durable change's
+/// `then`, and record the run change.
+void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
+  auto& st = self->state;
+  if (serial != st.unit_serial || !st.lost.empty() || !st.in_flight)
+    return;
+  auto& unit = *st.in_flight;
+  auto& changes = unit.changes;
+  if (answer.acks.size() != changes.size()) {
+    ledger_failed(self, "the ledger answered "
+                          + std::to_string(answer.acks.size()) + " of "
+                          + std::to_string(changes.size()) + " changes");
+    return;
+  }
+  // Where the ledger has each task with a refused change after the batch,
+  // and why it refused.
+  std::map<size_t, std::pair<task_state, std::string>> refused;
+  std::map<size_t, task_state> last;
+  for (size_t k = 0; k < changes.size(); ++k) {
+    auto& c = changes[k].change;
+    auto& ack = answer.acks[k];
+    if (ack.durable) {
+      last[c.task] = c.to;
+      if (ack.attempt > 0)
+        st.memory[c.task].attempt = ack.attempt;
+      continue;
+    }
+    auto where = ack.actual ? *ack.actual : c.from;
+    last[c.task] = where;
+    auto why = ack.actual ? ack.refusal
+                          : "the ledger has no task " + id_of(self, c.task);
+    if (refused.count(c.task) == 0)
+      refused[c.task] = {where, why};
+  }
+  for (auto& [i, r] : refused)
+    r.first = last[i];
+  // Durable changes reach the watcher in order.
+  for (size_t k = 0; k < changes.size(); ++k) {
+    auto& p = changes[k];
+    if (answer.acks[k].durable) {
+      emit_task(self, p.change.task, p.change.to, p.change.reason);
+      acknowledged(p.wait, p.change, caf::error{});
+    } else {
+      acknowledged(
+        p.wait, p.change,
+        caf::make_error(run_errc::refused_transition, answer.acks[k].refusal));
+    }
+  }
+  auto run_change = std::move(unit.run);
+  auto durable = std::move(changes);
+  // The ledger's word first, so a continuation sees the task where it is.
+  for (auto& [i, r] : refused) {
+    emit_task(self, i, r.first, "the ledger refused a change: " + r.second);
+    step(self, sched(self).refused(i, r.first, r.second));
+  }
+  for (size_t k = 0; k < durable.size(); ++k) {
+    auto& c = durable[k].change;
+    if (!answer.acks[k].durable || c.then == run::follow_up::none)
+      continue;
+    // Only while the task is still where this change put it: a later
+    // event (a cancel before the start was durable) may have moved it.
+    if (sched(self).state(c.task) == c.to)
+      follow(self, c.task, c.then, answer.acks[k].attempt);
+  }
+  if (!st.lost.empty())
+    return;
+  // A run change decided meanwhile supersedes this one.
+  if (run_change && !st.gathering.run) {
+    record_run(self, serial, std::move(*run_change));
+    return;
+  }
+  st.in_flight.reset();
+  flush(self);
+  maybe_finish(self);
+}
+
+/// Sends what gathered, unless a unit is with the ledger.
 void flush(self_ptr self) {
   auto& st = self->state;
-  if (st.batch_in_flight || st.queue.empty())
+  if (st.in_flight || !st.lost.empty() || st.gathering.empty())
     return;
-  st.batch_in_flight = true;
-  auto items = std::make_shared<std::vector<orchestrator_state::queued>>(
-    std::move(st.queue));
-  transition_batch batch{std::move(st.queue_msgs)};
-  st.queue.clear();
-  st.queue_msgs.clear();
+  st.in_flight = std::move(st.gathering);
+  st.gathering = commit_unit{};
+  auto serial = ++st.unit_serial;
+  auto& unit = *st.in_flight;
+  if (unit.changes.empty()) {
+    auto rc = std::move(*unit.run);
+    unit.run.reset();
+    record_run(self, serial, std::move(rc));
+    return;
+  }
+  transition_batch batch;
+  batch.run_id = st.setup.run_id;
+  for (auto& p : unit.changes) {
+    auto& c = p.change;
+    batch.changes.push_back(
+      task_transition{id_of(self, c.task), c.event, c.from, c.to,
+                      st.memory[c.task].attempt, c.reason, p.facts});
+  }
   self
     ->request(st.setup.ledger, caf::infinite, record_atom::value,
               std::move(batch))
     .then(
-      [=](batch_acks& acks) {
-        self->state.batch_in_flight = false;
-        for (size_t k = 0; k < items->size(); ++k) {
-          auto& q = (*items)[k];
-          --self->state.outstanding;
-          auto attempt = k < acks.attempts.size() ? acks.attempts[k] : 0;
-          auto& t = task(self, q.index);
-          if (attempt > 0)
-            t.attempt_no = attempt;
-          emit(self, &t, q.state, q.why);
-          if (q.then)
-            q.then(attempt);
-        }
-        flush(self);
-        maybe_finish(self);
+      [self, serial](batch_acks& acks) {
+        batch_answered(self, serial, acks);
       },
-      [=](caf::error& err) {
-        self->state.batch_in_flight = false;
-        self->state.outstanding -= items->size();
-        ledger_failed(self, err);
+      [self, serial](caf::error& err) {
+        if (serial == self->state.unit_serial)
+          ledger_failed(self, self->system().render(err));
       });
 }
 
-void record_run(self_ptr self, std::string state, std::string why,
-                std::function<void()> then) {
-  run_transition tr{self->state.setup.run_id, state, why};
-  self
-    ->request(self->state.setup.ledger, caf::infinite, record_atom::value,
-              std::move(tr))
-    .then(
-      [=](bool) {
-        emit(self, nullptr, state, why);
-        if (then)
-          then();
-      },
-      [=](caf::error& err) { ledger_failed(self, err); });
-}
-
-void notify_finished(self_ptr self, const std::string& state) {
-  if (self->state.finished)
-    return;
-  self->state.finished = true;
-  if (self->state.setup.watcher)
-    caf::anon_send(self->state.setup.watcher, finished_atom::value, state,
-               self->state.reason);
-}
-
-/// Skips every task that (transitively) depends on task `i`.
-void skip_dependents(self_ptr self, size_t i) {
-  auto& tasks = self->state.setup.tasks;
-  std::vector<size_t> work{i};
-  std::set<size_t> seen;
-  while (!work.empty()) {
-    auto cur = work.back();
-    work.pop_back();
-    for (size_t j = 0; j < tasks.size(); ++j) {
-      auto& d = tasks[j].deps;
-      if (std::find(d.begin(), d.end(), cur) == d.end() || seen.count(j) > 0)
-        continue;
-      seen.insert(j);
-      work.push_back(j);
-      auto& s = tasks[j].state;
-      if (s == "pending" || s == "ready" || s == "held")
-        record(self, j, "skipped",
-               "dependency " + tasks[i].id + " " + tasks[i].state, nullptr,
-               nullptr);
-    }
-  }
-}
-
-/// A task failed or blocked for good: pause, or go on around it.
-void task_stopped(self_ptr self, size_t i, const std::string& why) {
-  if (self->state.setup.cfg.continue_on_error) {
-    skip_dependents(self, i);
-    schedule(self);
-  } else {
-    pause_run(self, why, false);
-  }
-}
-
-void merge_task(self_ptr self, size_t i) {
-  auto& t = task(self, i);
-  merge_request req;
-  req.run_id = self->state.setup.run_id;
-  req.task_id = t.id;
-  req.title = t.title;
-  req.worktree = t.worktree;
-  req.branch = t.branch;
-  req.cleanup = self->state.setup.cfg.cleanup_worktrees;
-  req.scope = t.files;
-  ++self->state.outstanding;
-  self->request(self->state.setup.git, caf::infinite, merge_atom::value, req)
-    .then(
-      [=](merge_outcome& m) {
-        --self->state.outstanding;
-        auto& t = task(self, i);
-        json detail{{"merge_status", to_string(m.status)}};
-        switch (m.status) {
-          case merge_status::merged:
-          case merge_status::already_merged:
-          case merge_status::empty: {
-            t.merge_commit = m.merge_commit;
-            if (!m.merge_commit.empty())
-              detail["merge_commit"] = m.merge_commit;
-            auto why = m.status == merge_status::empty ? "no changes"
-                                                       : std::string{};
-            record(self, i, "done", why, detail,
-                   [=](uint64_t) { schedule(self); });
-            break;
-          }
-          case merge_status::conflict:
-          case merge_status::dirty: {
-            detail["paths"] = m.paths;
-            auto why = m.status == merge_status::conflict
-                         ? "merge conflict in " + join(m.paths) + " (branch "
-                             + t.branch + " kept)"
-                         : "main checkout has uncommitted changes to "
-                             + join(m.paths) + " (nothing overwritten)";
-            record(self, i, "conflict", why, detail, [=](uint64_t) {
-              pause_run(self, task(self, i).id + ": " + why, false);
-            });
-            break;
-          }
-          case merge_status::error:
-            detail["paths"] = std::vector<std::string>{};
-            record(self, i, "conflict", m.message, detail, [=](uint64_t) {
-              pause_run(self, task(self, i).id + ": " + m.message, false);
-            });
-            break;
-        }
-      },
-      [=](caf::error& err) {
-        --self->state.outstanding;
-        pause_run(self,
-                  task(self, i).id + ": merge: " + self->system().render(err),
-                  false);
-      });
-}
-
-/// Finished work: integrate it, keep it for review, or leave it in place.
-void integrate(self_ptr self, size_t i) {
-  auto& cfg = self->state.setup.cfg;
-  auto& t = task(self, i);
-  if (t.state == "running")
-    record(self, i, "verifying", "", nullptr, nullptr);
-  if (cfg.mode == "assist") {
-    record(self, i, "merging", "", nullptr, nullptr);
-    record(self, i, "done", "changes left uncommitted in the main checkout",
-           nullptr, [=](uint64_t) { schedule(self); });
-    return;
-  }
-  if (!cfg.auto_merge && cfg.use_worktrees) {
-    record(self, i, "merging", "", nullptr, nullptr);
-    record(self, i, "review", "kept for review in " + t.worktree,
-           json{{"worktree", t.worktree}, {"branch", t.branch}},
-           [=](uint64_t) { schedule(self); });
-    return;
-  }
-  record(self, i, "merging", "",
-         json{{"worktree", t.worktree}, {"branch", t.branch}},
-         [=](uint64_t) { merge_task(self, i); });
-}
-
-void on_outcome(self_ptr self, attempt_outcome& o) {
-  auto i = index_of(self, o.task_id);
-  if (i >= self->state.setup.tasks.size())
-    return;
-  auto& t = task(self, i);
-  if (o.attempt != t.attempt_no || self->state.running.count(i) == 0)
-    return; // a late word from an attempt already given up
-  self->state.running.erase(i);
-  t.invocations += o.rounds;
-  if (o.status == attempt_status::failed)
-    t.previous_failure = o.reason;
-  if (!o.worktree.empty())
-    t.worktree = o.worktree;
-  if (!o.branch.empty())
-    t.branch = o.branch;
-  json detail{{"repairs", o.repairs},
-              {"tail", o.tail},
-              {"exit_code", o.exit_code},
-              {"usage",
-               {{"input_tokens", o.input_tokens},
-                {"output_tokens", o.output_tokens},
-                {"cost_usd", o.cost_usd}}}};
-  if (!t.worktree.empty())
-    detail["worktree"] = t.worktree;
-  if (!t.branch.empty())
-    detail["branch"] = t.branch;
-  auto& cfg = self->state.setup.cfg;
-  switch (o.status) {
-    case attempt_status::interrupted:
-      record(self, i, "interrupted", o.reason, detail,
-             [=](uint64_t) { schedule(self); });
-      return;
-    case attempt_status::done:
-      ++t.attempts;
-      integrate(self, i);
-      return;
-    case attempt_status::blocked: {
-      ++t.attempts;
-      record(self, i, "blocked", o.reason, detail, [=](uint64_t) {
-        task_stopped(self, i, task(self, i).id + " blocked: " + o.reason);
-      });
-      return;
-    }
-    case attempt_status::failed:
-      ++t.attempts;
-      if (t.attempts < cfg.max_attempts && !self->state.paused
-          && !self->state.aborted) {
-        record(self, i, "ready",
-               "attempt " + std::to_string(o.attempt) + " failed: " + o.reason,
-               detail, [=](uint64_t) { schedule(self); });
-      } else {
-        record(self, i, "failed", o.reason, detail, [=](uint64_t) {
-          task_stopped(self, i, task(self, i).id + " failed: " + o.reason);
-        });
-      }
-      return;
-  }
-}
-
-void launch(self_ptr self, size_t i) {
-  auto& t = task(self, i);
-  auto fresh = t.attempts > 0 && self->state.setup.cfg.fresh_worktree_on_retry;
-  if (t.state == "pending")
-    record(self, i, "ready", "", nullptr, nullptr);
-  record(self, i, "running", "", nullptr, [=](uint64_t attempt) {
-    auto& t = task(self, i);
-    if (self->state.paused || self->state.aborted) {
-      record(self, i, "interrupted", "the run paused before it started",
-             nullptr, nullptr);
-      return;
-    }
-    try {
-      auto h = self->state.setup.launch(t, attempt, fresh,
-                                        caf::actor_cast<caf::actor>(self));
-      self->monitor(h.actor);
-      self->state.running.emplace(i, std::move(h));
-    } catch (const std::exception& e) {
-      // Count it as running so on_outcome takes the word.
-      self->state.running.emplace(i, worker_handle{caf::actor{}, [] {}});
-      attempt_outcome o;
-      o.task_id = t.id;
-      o.attempt = attempt;
-      o.status = attempt_status::failed;
-      o.reason = std::string{"cannot start the worker: "} + e.what();
-      on_outcome(self, o);
-    }
-  });
-}
-
-void schedule(self_ptr self) {
+/// The ledger failed or stopped: nothing more is recorded or acted on, the
+/// attempts are interrupted, and the run ends paused with the reason once
+/// they ended.
+void ledger_failed(self_ptr self, const std::string& why) {
   auto& st = self->state;
-  if (!st.started || st.paused || st.aborted || st.finished) {
-    maybe_finish(self);
+  if (!st.lost.empty())
     return;
-  }
-  auto& tasks = st.setup.tasks;
-  auto& cfg = st.setup.cfg;
-  // In place (assist, useWorktrees: false) tasks share one checkout: what
-  // changed there is attributed to the one attempt running.
-  size_t limit = cfg.mode == "assist" || !cfg.use_worktrees
-                   ? 1
-                   : std::max<uint64_t>(1, cfg.max_concurrency);
-  size_t active = 0;
-  for (auto& t : tasks)
-    if (t.state == "running" || t.state == "verifying")
-      ++active;
-  std::vector<size_t> ready;
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    auto& t = tasks[i];
-    if (!schedulable(t.state))
-      continue;
-    bool deps_done = std::all_of(t.deps.begin(), t.deps.end(), [&](size_t d) {
-      return tasks[d].state == "done";
-    });
-    if (deps_done)
-      ready.push_back(i);
-  }
-  std::stable_sort(ready.begin(), ready.end(), [&](size_t a, size_t b) {
-    if (tasks[a].priority != tasks[b].priority)
-      return tasks[a].priority > tasks[b].priority;
-    return a < b;
-  });
-  auto taken = [&](size_t j) { return occupying(tasks[j].state); };
-  for (auto i : ready) {
-    if (active >= limit)
-      break;
-    auto& t = tasks[i];
-    if (std::any_of(t.conflicts.begin(), t.conflicts.end(), taken))
-      continue;
-    if (t.held) {
-      auto why = t.id + " held: " + t.hold_reason;
-      record(self, i, "held", t.hold_reason, nullptr,
-             [=](uint64_t) { pause_run(self, why, false); });
-      return;
+  st.lost = "the ledger failed: " + why;
+  spdlog::error("{}", st.lost);
+  std::vector<run::task_change> dropped;
+  auto drop = [&](commit_unit& u) {
+    for (auto& p : u.changes) {
+      acknowledged(p.wait, p.change,
+                   caf::make_error(run_errc::ledger_io, st.lost));
+      dropped.push_back(std::move(p.change));
     }
-    launch(self, i); // its state reads "running" from here on
-    ++active;
-  }
+    u = commit_unit{};
+  };
+  if (st.in_flight)
+    drop(*st.in_flight);
+  st.in_flight.reset();
+  drop(st.gathering);
+  step(self, sched(self).pause(st.lost, true));
+  for (auto& c : dropped)
+    abandon(self, c);
   maybe_finish(self);
 }
 
-void maybe_finish(self_ptr self) {
+// -- the git service ----------------------------------------------------------
+
+void git_stopped(self_ptr self, const std::string& why) {
   auto& st = self->state;
-  if (st.finished || !st.running.empty() || st.outstanding > 0 || !st.started)
+  if (!st.git_gone.empty())
     return;
-  auto& tasks = st.setup.tasks;
-  if (st.aborted) {
-    st.finished = true; // no second record while this one is in flight
-    record_run(self, "aborted", st.reason, [=] {
-      self->state.finished = false;
-      notify_finished(self, "aborted");
-    });
-    return;
-  }
-  if (st.paused) {
-    notify_finished(self, "paused");
-    return;
-  }
-  std::vector<std::string> waiting, failed;
-  for (auto& t : tasks) {
-    if (t.state == "failed")
-      failed.push_back(t.id);
-    else if (!is_final_task_state(t.state))
-      waiting.push_back(t.id);
-  }
-  if (waiting.empty()) {
-    st.reason = failed.empty() ? "" : "failed: " + join(failed);
-    st.finished = true;
-    record_run(self, "completed", st.reason, [=] {
-      self->state.finished = false;
-      notify_finished(self, "completed");
-    });
-    return;
-  }
-  // Nothing runs and nothing can start: the rest waits on a task that
-  // needs a person (review, blocked, conflict, held).
-  pause_run(self, "waiting on tasks that need attention: " + join(waiting),
-            false);
+  st.git_gone = "the git service stopped: " + why;
+  spdlog::error("{}", st.git_gone);
+  auto out = std::move(st.at_git);
+  st.at_git.clear();
+  for (auto& [token, i] : out)
+    step(self, sched(self).merge_ended(i, run::merge_end::error, st.git_gone));
+  step(self, sched(self).pause(st.git_gone, true));
 }
 
-void pause_run(self_ptr self, const std::string& why, bool interrupt) {
+// -- the end ------------------------------------------------------------------
+
+run_state final_state(self_ptr self) {
+  if (!self->state.lost.empty())
+    return run_state::paused;
+  switch (sched(self).phase()) {
+    case run::run_phase::completed: return run_state::completed;
+    case run::run_phase::aborted: return run_state::aborted;
+    default: return run_state::paused;
+  }
+}
+
+/// Tells the watcher once the run is over for this process and what it
+/// recorded is durable (or can never be).
+void maybe_finish(self_ptr self) {
   auto& st = self->state;
-  if (interrupt)
-    for (auto& [i, h] : st.running)
-      h.cancel();
-  if (st.paused || st.aborted || st.finished) {
-    maybe_finish(self);
+  if (st.told || !st.started || !sched(self).finished())
+    return;
+  if (st.lost.empty()) {
+    if (st.in_flight || !st.gathering.empty())
+      return;
+    // Kept open for a person's answer.
+    if (sched(self).awaiting_answer())
+      return;
+  }
+  st.told = true;
+  for (auto& [i, w] : st.workers) {
+    // A worker whose task the scheduler no longer counts: stop it.
+    caf::anon_send<caf::message_priority::high>(w.handle.actor,
+                                                cancel_atom::value);
+    if (w.handle.cancel)
+      w.handle.cancel();
+  }
+  auto reason = st.lost.empty() ? sched(self).phase_reason() : st.lost;
+  if (st.setup.watcher)
+    caf::anon_send(st.setup.watcher, finished_atom::value, final_state(self),
+                   reason);
+}
+
+// -- workers ------------------------------------------------------------------
+
+std::optional<size_t> worker_task(self_ptr self, const std::string& task_id,
+                                  uint64_t attempt) {
+  auto i = sched(self).find(task_id);
+  if (!i)
+    return std::nullopt;
+  auto w = self->state.workers.find(*i);
+  if (w == self->state.workers.end() || w->second.attempt != attempt)
+    return std::nullopt; // a late word from an attempt already given up
+  return i;
+}
+
+void on_outcome(self_ptr self, attempt_outcome& o) {
+  auto& st = self->state;
+  auto i = worker_task(self, o.task_id, o.attempt);
+  if (!i)
+    return;
+  self->demonitor(st.workers[*i].handle.actor);
+  st.workers.erase(*i);
+  auto& m = st.memory[*i];
+  m.invocations += o.turns;
+  task_facts facts;
+  if (!o.worktree.empty())
+    facts.worktree = m.worktree = o.worktree;
+  if (!o.branch.empty())
+    facts.branch = m.branch = o.branch;
+  if (!o.session.empty())
+    facts.session = m.session = o.session;
+  if (!o.tail.empty())
+    facts.gate_tail = o.tail;
+  if (o.exit_code >= 0)
+    facts.exit_code = o.exit_code;
+  if (o.spent.input_tokens != 0 || o.spent.output_tokens != 0
+      || o.spent.cost_usd != 0)
+    facts.spent = o.spent;
+  if (o.end == run::attempt_end::failed)
+    m.previous_failure = o.reason;
+  step(self, sched(self).attempt_ended(*i, o.end, o.reason),
+       annotation{*i, std::move(facts), nullptr});
+}
+
+void on_progress(self_ptr self, attempt_progress& p) {
+  auto& st = self->state;
+  auto i = worker_task(self, p.task_id, p.attempt);
+  if (!i)
+    return;
+  switch (p.phase) {
+    case attempt_phase::leased: {
+      if (p.worktree.empty() || !st.lost.empty())
+        return;
+      auto& m = st.memory[*i];
+      m.worktree = p.worktree;
+      m.branch = p.branch;
+      // The ledger knows the worktree before anything is written into it.
+      task_update up{st.setup.run_id, p.task_id, {}};
+      up.facts.worktree = p.worktree;
+      up.facts.branch = p.branch;
+      self
+        ->request(st.setup.ledger, caf::infinite, record_atom::value,
+                  std::move(up))
+        .then([](bool) {},
+              [self](caf::error& err) {
+                ledger_failed(self, self->system().render(err));
+              });
+      return;
+    }
+    case attempt_phase::verifying:
+      step(self, sched(self).worker_phase(*i, task_event::work_done, p.detail));
+      return;
+    case attempt_phase::repairing:
+      step(self, sched(self).worker_phase(*i, task_event::repair, p.detail));
+      return;
+  }
+}
+
+void on_down(self_ptr self, caf::down_msg& msg) {
+  auto& st = self->state;
+  for (auto& [i, w] : st.workers) {
+    if (w.handle.actor.address() != msg.source)
+      continue;
+    auto task = i;
+    auto end
+      = w.stopping ? run::attempt_end::interrupted : run::attempt_end::failed;
+    st.workers.erase(task);
+    step(self, sched(self).attempt_ended(
+                 task, end,
+                 "the worker stopped: " + self->system().render(msg.reason)));
     return;
   }
-  st.paused = true;
-  st.reason = why;
-  if (!st.started) {
-    maybe_finish(self);
-    return;
+  if (msg.source == st.setup.ledger.address())
+    ledger_failed(self,
+                  "it stopped (" + self->system().render(msg.reason) + ")");
+  else if (msg.source == st.setup.git.address())
+    git_stopped(self, self->system().render(msg.reason));
+}
+
+// -- another process ----------------------------------------------------------
+
+/// Asks the ledger where the run is: another process (`taskforce abort`)
+/// may have aborted or paused it, and the scheduler follows.
+void look(self_ptr self) {
+  auto& st = self->state;
+  if ((st.in_flight && st.in_flight->run) || st.gathering.run)
+    return; // our own run change is not recorded yet
+  auto seen = st.run_writes;
+  self
+    ->request(st.setup.ledger, caf::infinite, caf::get_atom::value,
+              st.setup.run_id)
+    .then(
+      [self, seen](run_transition& r) {
+        auto& st = self->state;
+        // Stale once a run change was decided since the question.
+        if (seen != st.run_writes || st.told || !st.lost.empty()
+            || (st.in_flight && st.in_flight->run) || st.gathering.run)
+          return;
+        auto phase = sched(self).phase();
+        auto why = r.reason.empty() ? std::string{to_string(r.to)} : r.reason;
+        if (r.to == run_state::aborted && phase != run::run_phase::aborting
+            && phase != run::run_phase::aborted)
+          step(self, sched(self).abort(why));
+        else if (r.to == run_state::paused && phase == run::run_phase::running)
+          step(self, sched(self).pause(why, true));
+      },
+      [](caf::error&) {});
+}
+
+// -- a person steers ----------------------------------------------------------
+
+/// Whether the run can take a command now; the error when not.
+caf::error closed(self_ptr self) {
+  auto& st = self->state;
+  if (!st.lost.empty())
+    return caf::make_error(run_errc::ledger_io, st.lost);
+  if (st.told || !st.started)
+    return caf::make_error(run_errc::no_driver,
+                           std::string{"the run is not being driven"});
+  return {};
+}
+
+caf::error refusal_error(const run::steer_result& r) {
+  switch (r.why_not) {
+    case run::refusal::duplicate:
+      return caf::make_error(run_errc::duplicate_task, r.error);
+    case run::refusal::invalid:
+      return caf::make_error(run_errc::bad_tasks, r.error);
+    default: return caf::make_error(run_errc::wrong_state, r.error);
   }
-  ++st.outstanding; // finishing waits until the pause is durable
-  record_run(self, "paused", why, [=] {
-    --self->state.outstanding;
-    maybe_finish(self);
-  });
+}
+
+/// Runs a person's command on task `task_id` through `command` (the
+/// scheduler's steer method); the reply comes once its changes are
+/// durable.
+template<class Command>
+caf::result<steer_reply> steer(self_ptr self, const std::string& task_id,
+                               Command command) {
+  if (auto err = closed(self))
+    return err;
+  auto i = sched(self).find(task_id);
+  if (!i)
+    return caf::make_error(run_errc::unknown_task,
+                           "no task " + task_id + " in run "
+                             + self->state.setup.run_id);
+  auto r = command(*i);
+  if (!r.ok)
+    return refusal_error(r);
+  auto w = make_waiter(self, {*i}, self->make_response_promise<steer_reply>());
+  task_facts facts;
+  for (auto& c : r.changes.changes)
+    if (c.task == *i && c.event == task_event::release)
+      facts.hold_lifted = true;
+  auto promise = w->promise;
+  step(self, std::move(r.changes), annotation{*i, std::move(facts), w});
+  return promise;
+}
+
+caf::result<steer_reply> add_tasks(self_ptr self, task_additions& more) {
+  auto& st = self->state;
+  if (auto err = closed(self))
+    return err;
+  for (auto& t : more.tasks)
+    if (std::find(st.adding.begin(), st.adding.end(), t.id) != st.adding.end())
+      return caf::make_error(run_errc::duplicate_task,
+                             "task " + t.id + " is being added already");
+  auto check = sched(self).check_add(more.tasks);
+  if (!check.ok)
+    return refusal_error(check);
+  for (auto& t : more.tasks)
+    st.adding.push_back(t.id);
+  auto promise = self->make_response_promise<steer_reply>();
+  auto release = [self, ids = more.tasks] {
+    auto& adding = self->state.adding;
+    for (auto& t : ids)
+      adding.erase(std::remove(adding.begin(), adding.end(), t.id),
+                   adding.end());
+  };
+  self
+    ->request(st.setup.ledger, caf::infinite, add_atom::value, st.setup.run_id,
+              more)
+    .then(
+      [self, promise, release, tasks = more.tasks](bool) mutable {
+        release();
+        auto& st = self->state;
+        if (!st.lost.empty()) {
+          promise.deliver(caf::make_error(run_errc::ledger_io, st.lost));
+          return;
+        }
+        auto first = sched(self).size();
+        auto r = sched(self).add(tasks);
+        if (!r.ok) {
+          promise.deliver(refusal_error(r));
+          return;
+        }
+        st.memory.resize(sched(self).size());
+        std::vector<size_t> added;
+        for (auto i = first; i < sched(self).size(); ++i)
+          added.push_back(i);
+        auto w = make_waiter(self, std::move(added), promise);
+        step(self, std::move(r.changes), annotation{std::nullopt, {}, w});
+      },
+      [promise, release](caf::error& err) mutable {
+        release();
+        promise.deliver(std::move(err));
+      });
+  return promise;
 }
 
 } // namespace
@@ -531,102 +912,72 @@ void pause_run(self_ptr self, const std::string& why, bool interrupt) {
 orchestrator_actor::behavior_type
 orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
              orchestrator_setup setup) {
-  self->state.setup = std::move(setup);
+  auto& st = self->state;
+  st.setup = std::move(setup);
+  auto records = std::move(st.setup.records);
+  records.resize(st.setup.graph.size());
+  st.sched.emplace(st.setup.graph, std::move(records), st.setup.rules);
+  st.memory = std::move(st.setup.memory);
+  st.memory.resize(st.sched->size());
+  if (st.setup.ledger)
+    self->monitor(st.setup.ledger);
+  if (st.setup.git)
+    self->monitor(st.setup.git);
   self->set_down_handler([self](caf::down_msg& msg) {
-    for (auto& [i, h] : self->state.running) {
-      if (h.actor.address() != msg.source)
-        continue;
-      // The worker died without a word: its attempt failed.
-      attempt_outcome o;
-      o.task_id = task(self, i).id;
-      o.attempt = task(self, i).attempt_no;
-      o.status = self->state.paused || self->state.aborted
-                   ? attempt_status::interrupted
-                   : attempt_status::failed;
-      o.reason = "the worker stopped: " + self->system().render(msg.reason);
-      on_outcome(self, o);
-      return;
-    }
+    on_down(self, msg);
   });
   return {
+    // -- the command ----------------------------------------------------------
     [self](start_atom) {
       auto& st = self->state;
       if (st.started)
         return;
-      record_run(self, "running", "", [self] {
-        self->state.started = true;
-        auto& tasks = self->state.setup.tasks;
-        // Work finished before a stop but not yet merged: merge it now
-        // (the git service sees what already went in).
-        for (size_t i = 0; i < tasks.size(); ++i)
-          if (tasks[i].state == "merging")
-            merge_task(self, i);
-        schedule(self);
-        self->delayed_send(self, std::chrono::milliseconds(500),
-                           caf::tick_atom::value);
+      st.started = true;
+      step(self, sched(self).start());
+      self->delayed_send(self, st.setup.poll, caf::tick_atom::value);
+    },
+    [self](pause_atom, std::string& why, bool interrupt) {
+      step(self, sched(self).pause(std::move(why), interrupt));
+    },
+    [self](abort_atom, std::string& why) {
+      step(self, sched(self).abort(std::move(why)));
+    },
+    // -- workers --------------------------------------------------------------
+    [self](outcome_atom, attempt_outcome& o) {
+      on_outcome(self, o);
+    },
+    [self](progress_atom, attempt_progress& p) {
+      on_progress(self, p);
+    },
+    // -- a person -------------------------------------------------------------
+    [self](approve_atom, std::string& task) {
+      return steer(self, task, [self](size_t i) {
+        return sched(self).approve(i);
       });
     },
-    [self](pause_atom, std::string why, bool interrupt) {
-      pause_run(self, why, interrupt);
+    [self](reject_atom, std::string& task, std::string& why) {
+      return steer(self, task, [self, why](size_t i) {
+        return sched(self).reject(i, why);
+      });
     },
-    [self](abort_atom, std::string why) {
-      auto& st = self->state;
-      if (st.aborted || st.finished)
-        return;
-      st.aborted = true;
-      st.reason = why;
-      for (auto& [i, h] : st.running)
-        h.cancel();
-      maybe_finish(self);
+    [self](answer_atom, std::string& task, std::string& text) {
+      return steer(self, task, [self, text](size_t i) {
+        auto r = sched(self).answer(i);
+        if (r.ok)
+          self->state.memory[i].answer = text;
+        return r;
+      });
     },
-    [self](outcome_atom, attempt_outcome& o) { on_outcome(self, o); },
-    [self](progress_atom, attempt_progress& p) {
-      auto i = index_of(self, p.task_id);
-      if (i >= self->state.setup.tasks.size()
-          || p.attempt != task(self, i).attempt_no
-          || self->state.running.count(i) == 0)
-        return;
-      auto& t = task(self, i);
-      json detail;
-      if (!p.worktree.empty()) {
-        t.worktree = p.worktree;
-        t.branch = p.branch;
-        detail = json{{"worktree", p.worktree}, {"branch", p.branch}};
-      }
-      if (p.phase == "running" && !detail.is_null()) {
-        // Fields only (an empty state): the ledger knows the worktree
-        // before anything is written into it.
-        task_transition tr{self->state.setup.run_id, t.id, "", t.attempt_no,
-                           "", detail.dump()};
-        self->request(self->state.setup.ledger, caf::infinite,
-                      record_atom::value, std::move(tr))
-          .then([](uint64_t) {},
-                [self](caf::error& err) { ledger_failed(self, err); });
-      } else if (p.phase == "verifying" && t.state == "running")
-        record(self, i, "verifying", p.detail, detail, nullptr);
-      else if (p.phase == "repairing" && t.state == "verifying")
-        record(self, i, "running", p.detail, detail, nullptr);
+    [self](add_atom, task_additions& more) {
+      return add_tasks(self, more);
     },
+    // -- another process ------------------------------------------------------
     [self](caf::tick_atom) {
-      // Another process (taskforce abort/pause) may have changed the run.
       auto& st = self->state;
-      if (st.finished)
+      if (st.told || !st.lost.empty())
         return;
-      self->request(st.setup.ledger, caf::infinite, caf::get_atom::value,
-                    st.setup.run_id)
-        .then(
-          [self](run_transition& r) {
-            auto& st = self->state;
-            if (r.state == "aborted" && !st.aborted)
-              self->send(self, abort_atom::value,
-                         r.reason.empty() ? std::string{"aborted"} : r.reason);
-            else if (r.state == "paused" && !st.paused)
-              pause_run(self, r.reason.empty() ? "paused" : r.reason, true);
-          },
-          [](caf::error&) {});
-      if (!st.finished)
-        self->delayed_send(self, std::chrono::milliseconds(500),
-                           caf::tick_atom::value);
+      self->delayed_send(self, st.setup.poll, caf::tick_atom::value);
+      look(self);
     },
   };
 }

@@ -1,24 +1,41 @@
-// The orchestrator: one per run. It owns the task graph and every task's
-// state, launches ready non-conflicting tasks up to `run.maxConcurrency`
-// (priority, then file order), records every transition in the ledger and
-// acts on it only after the ledger acknowledged the commit, integrates
-// finished work through the git service, and pauses the run with a reason
-// when a task fails, blocks, exhausts its attempts or conflicts (unless
-// `continueOnError`: the failed task's dependents are skipped and the
-// independent work goes on). It finishes when every task is done, skipped
-// or failed, or when it is paused and nothing runs any more.
+// The orchestrator: one per run, a shell around the run's pure scheduler
+// (src/run/scheduler.hpp). It holds no task states or scheduling rules of
+// its own: every event (start, a worker's progress and outcome, a merge's
+// end, a pause, an abort, a person's approve/reject/answer/add) goes to the
+// scheduler, and the orchestrator carries out the decision.
 //
-//   pending --launch--> running --gate--> verifying --pass--> merging --> done
-//      ^                   |                   |                 |
-//      +---- retry --------+---- fail ---------+                 +--> conflict
-//      |                   |                                          (paused)
-//   interrupted <--cancel--+        failed / blocked (paused, or dependents
-//                                   skipped with continueOnError)
+//   event ──▶ scheduler ──▶ decision ──▶ changes ─▶ ledger (group commit)
+//                              │                      │ per-change acks
+//                              │                      ▼
+//                              │        durable: tell the watcher, then the
+//                              │        change's `then` (launch, merge)
+//                              │        refused: scheduler.refused(ledger's
+//                              │        state); the others still go on
+//                              ├──▶ now: cancel, merge again, check a hand
+//                              │    merge (at once)
+//                              └──▶ run change: recorded after the task
+//                                   changes it came with
 //
-// The watcher (the command's actor) receives every transition as a
-// `run_event`, and `(finished_atom, run_state, reason)` once at the end.
+// Group commit: one batch is with the ledger at a time; what the decisions
+// meanwhile ask for gathers into the next one. A decision's changes always
+// travel in one batch (a start: pending -> ready -> running, one
+// transaction).
+//
+// Failures: every request has an error handler, and the ledger, the git
+// service and every worker are monitored. A worker that dies without a word
+// ended its attempt (failed; interrupted when it was asked to stop). A dead
+// git service ends the merges it had (error) and pauses the run. A dead or
+// failing ledger pauses the run with the reason: nothing more is recorded
+// or acted on, running attempts are interrupted, and the watcher is told
+// once they ended. Another process's `taskforce abort` (or a pause it
+// recorded) is noticed by a periodic look at the ledger.
+//
+// The watcher (the command's actor) receives every durable change as a
+// `run_event`, and `(finished_atom, run_state, reason)` once, when the run
+// is over for this process and everything it recorded is durable.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -28,11 +45,13 @@
 
 #include "messages/interfaces.hpp"
 #include "src/config/config.hpp"
+#include "src/plan/graph.hpp"
+#include "src/run/scheduler.hpp"
 
 namespace taskforce {
 
-/// One task as the orchestrator schedules it: what the task file says
-/// (resolved to indices) and where it stands.
+/// A task as a worker attempt gets it: what the task file says and what
+/// earlier attempts left.
 struct run_task {
   // -- from the task file -----------------------------------------------------
   /// The task's id (`t3`, `cache`, `2`).
@@ -41,14 +60,6 @@ struct run_task {
   std::string title;
   /// The body: the worker's prompt.
   std::string body;
-  /// 0-based position in the file.
-  size_t index = 0;
-  /// Higher runs first among ready tasks.
-  int64_t priority = 0;
-  /// Indices of the tasks this one waits for.
-  std::vector<size_t> deps;
-  /// Indices of the tasks it may never run beside (files, locks).
-  std::vector<size_t> conflicts;
   /// The declared write scope (globs).
   std::vector<std::string> files;
   /// The gate command; empty = no gate.
@@ -61,44 +72,54 @@ struct run_task {
   std::string model;
   /// The task's timeout; 0 = run.taskTimeoutMs.
   int64_t timeout_ms = 0;
-  /// Held by a hold pattern: the run pauses when it would start.
-  bool held = false;
-  /// The matched text of the hold pattern.
-  std::string hold_reason;
 
-  // -- where it stands ----------------------------------------------------------
-  /// The state (CLI.md task states).
-  std::string state = "pending";
-  /// Attempts counted against maxAttempts in the current budget.
-  uint64_t attempts = 0;
-  /// The number of the last attempt started (log folders attempt-N).
-  uint64_t attempt_no = 0;
-  /// How many times a worker backend ran for the task (rounds of every
+  // -- what earlier attempts left ---------------------------------------------
+  /// How many times a worker backend ran for the task (turns of every
   /// attempt, repairs included): the scripted worker's step counter.
   uint64_t invocations = 0;
   /// Why the previous attempt failed (told to the next one).
   std::string previous_failure;
-  /// The worktree and branch of the current or last attempt.
+  /// The worktree and branch of the last attempt.
   std::string worktree;
   /// `taskforce/<run>/<task>`.
   std::string branch;
-  /// The base commit that brought the work in.
-  std::string merge_commit;
-  /// Why the task is where it is.
-  std::string reason;
+  /// The agent session the attempt may continue; empty when none.
+  std::string session;
+  /// What the attempt's first turn is: a fresh start, or an answer.
+  turn_kind first_turn = turn_kind::start;
+  /// The first turn's text (the answer); empty for a start.
+  std::string turn_text;
 };
 
-/// A started worker: its actor, and a thread-safe, non-blocking way to kill
-/// its process group at once.
+/// What the orchestrator remembers of a task besides its state (which the
+/// scheduler owns): loaded from the ledger, updated by attempts.
+struct task_memory {
+  std::string worktree;
+  std::string branch;
+  std::string merge_commit;
+  std::string session;
+  std::string previous_failure;
+  /// Backend runs so far (see run_task::invocations).
+  uint64_t invocations = 0;
+  /// The latest attempt number the ledger gave the task.
+  uint64_t attempt = 0;
+  /// A person's answer waiting for the task's next attempt.
+  std::string answer;
+};
+
+/// A started worker: its actor, and a way to stop it that does not depend
+/// on its mailbox. The orchestrator stops a worker by sending it
+/// `cancel_atom` and then calling `cancel` when set.
 struct worker_handle {
   /// The worker actor; it sends (outcome_atom, attempt_outcome) at the end.
   caf::actor actor;
-  /// Kills the worker's process group; safe to call more than once.
+  /// Kills the worker's process group; may be empty.
   std::function<void()> cancel;
 };
 
 /// Starts a worker for one attempt of `task` (attempt number, fresh
-/// worktree wanted) reporting to `orchestrator`.
+/// worktree wanted) reporting to `orchestrator`. May throw: the attempt
+/// then fails with the reason.
 using worker_launcher = std::function<worker_handle(
   const run_task& task, uint64_t attempt, bool fresh, caf::actor orchestrator)>;
 
@@ -110,24 +131,41 @@ struct orchestrator_setup {
   std::string file;
   /// The effective `run` section (with command-line overrides applied).
   run_config cfg;
-  /// The tasks in file order, with the states loaded from the ledger.
-  std::vector<run_task> tasks;
+  /// The scheduler's rules (see rules_of).
+  run::rules rules;
+  /// The run's tasks, in file order.
+  plan::task_graph graph{std::vector<task_spec>{}};
+  /// One per task: its state in the ledger, hold and approval.
+  std::vector<run::task_record> records;
+  /// One per task (or none: empty memories).
+  std::vector<task_memory> memory;
   /// The ledger service.
   ledger_actor ledger;
   /// The git service.
   git_actor git;
-  /// Receives run_event and (finished_atom, std::string, std::string).
+  /// Receives run_event and (finished_atom, run_state, std::string reason).
   caf::actor watcher;
   /// Starts workers.
   worker_launcher launch;
+  /// How often the ledger is asked whether another process paused or
+  /// aborted the run.
+  std::chrono::milliseconds poll{500};
 };
+
+/// The scheduler's rules for a run config: in place (assist mode or no
+/// worktrees) one attempt at a time; autoMerge false keeps passing work for
+/// review (with worktrees); assist leaves it in the checkout.
+run::rules rules_of(const run_config& cfg);
+
+/// The scheduler's view of tasks as the ledger has them: `states` one per
+/// task of `graph`, with the file's holds and the risks that need approval.
+std::vector<run::task_record>
+records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
+           const std::vector<std::string>& reasons);
 
 /// Spawns the orchestrator of one run (cooperatively scheduled: it never
 /// blocks; workers and services do the blocking work).
 orchestrator_actor spawn_orchestrator(caf::actor_system& sys,
                                       orchestrator_setup setup);
-
-/// Whether `state` is final for scheduling (done, skipped, failed).
-bool is_final_task_state(const std::string& state);
 
 } // namespace taskforce

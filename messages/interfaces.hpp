@@ -12,6 +12,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/pool.hpp"
+#include "messages/process.hpp"
 #include "messages/run.hpp"
 #include "messages/type_ids.hpp"
 
@@ -57,16 +58,22 @@ using pool_actor = caf::typed_actor<
   caf::reacts_to<expired_atom, uint64_t, uint64_t>>;
 
 /// The ledger service: the one SQLite connection of a repository's
-/// `.taskforce/ledger.sqlite`. Every answer comes after the commit.
+/// `.taskforce/ledger.sqlite`. Every answer comes after the commit; errors
+/// are run_errc (ledger_io, unknown_run, refused_transition).
 using ledger_actor = caf::typed_actor<
-  /// From the orchestrator: a task changed state. Answers, once durable,
-  /// the task's current attempt number (0 when it never had one).
-  caf::replies_to<record_atom, task_transition>::with<uint64_t>,
-  /// Group commit: the transitions in order, one transaction; answers each
-  /// attempt number once durable, or an error when any was refused.
+  /// From the orchestrator: task changes in one transaction (group
+  /// commit); answers one ack per change once durable. A change is refused
+  /// (and its ack says where the ledger has the task) when the ledger does
+  /// not have the task in its `from`; the others still apply.
   caf::replies_to<record_atom, transition_batch>::with<batch_acks>,
+  /// From the orchestrator: task columns without a state change; true once
+  /// durable.
+  caf::replies_to<record_atom, task_update>::with<bool>,
   /// From the orchestrator: the run changed state; true once durable.
   caf::replies_to<record_atom, run_transition>::with<bool>,
+  /// From the orchestrator: tasks join the run (run id, the tasks), pending
+  /// (done when the file checks them); true once durable.
+  caf::replies_to<add_atom, std::string, task_additions>::with<bool>,
   /// The run's state and reason as the ledger has them now (another process
   /// may have asked for a pause or an abort).
   caf::replies_to<caf::get_atom, std::string>::with<run_transition>>;
@@ -85,6 +92,10 @@ using git_actor = caf::typed_actor<
   caf::replies_to<changed_atom, scope_request>::with<scope_report>,
   /// From the orchestrator: commit, merge into the base, clean up.
   caf::replies_to<merge_atom, merge_request>::with<merge_outcome>,
+  /// From the orchestrator: whether the task's branch is in the base
+  /// already (merged by hand while it waited in review): merged (with the
+  /// commit) or not_merged; nothing is changed.
+  caf::replies_to<check_atom, merge_request>::with<merge_outcome>,
   /// Removes a task's worktree and branch (run, task); true if removed.
   caf::replies_to<discard_atom, std::string, std::string>::with<bool>,
   /// The run is over: removes the clean, merged worktrees kept for reuse.
@@ -103,6 +114,20 @@ using orchestrator_actor = caf::typed_actor<
   caf::reacts_to<outcome_atom, attempt_outcome>,
   /// From a worker: its attempt entered a new phase.
   caf::reacts_to<progress_atom, attempt_progress>,
+  /// From a person: approve a task in review (integrate it) or held (lift
+  /// its hold); answered once the change is durable, or with run_errc
+  /// unknown_task / wrong_state (naming the task's state).
+  caf::replies_to<approve_atom, std::string>::with<steer_reply>,
+  /// From a person: turn down a task in review or held (task, why); it
+  /// becomes blocked. Answered as approve.
+  caf::replies_to<reject_atom, std::string, std::string>::with<steer_reply>,
+  /// From a person: answer a blocked task (task, text); it runs again and
+  /// its worker's first turn is the answer. Answered as approve.
+  caf::replies_to<answer_atom, std::string, std::string>::with<steer_reply>,
+  /// From a person: tasks join the run, recorded in the ledger first;
+  /// answered once durable, or with run_errc duplicate_task / bad_tasks /
+  /// ledger_io.
+  caf::replies_to<add_atom, task_additions>::with<steer_reply>,
   /// From itself: time to look for a pause or abort asked by another process.
   caf::reacts_to<caf::tick_atom>>;
 

@@ -26,13 +26,21 @@ struct queued_entry;
 struct pool_view;
 struct pool_status;
 
-// -- run family (messages/run.hpp) --------------------------------------------
+// -- run family (messages/run.hpp, src/run) ----------------------------------
 
-enum class merge_status : uint8_t;
-enum class attempt_status : uint8_t;
+enum class task_state : uint8_t;
+enum class task_event : uint8_t;
+enum class run_state : uint8_t;
+enum class attempt_phase : uint8_t;
+enum class turn_kind : uint8_t;
+struct task_spec;
+struct token_usage;
+struct task_facts;
 struct task_transition;
 struct transition_batch;
+struct transition_ack;
 struct batch_acks;
+struct task_update;
 struct run_transition;
 struct worktree_lease;
 struct worktree_request;
@@ -43,6 +51,22 @@ struct attempt_progress;
 struct run_event;
 struct scope_request;
 struct scope_report;
+struct task_view;
+struct steer_reply;
+struct task_additions;
+
+// -- process family (messages/process.hpp) -----------------------------------
+
+struct proc_started;
+struct proc_output;
+struct proc_exited;
+
+namespace run {
+
+enum class attempt_end : uint8_t;
+enum class merge_end : uint8_t;
+
+} // namespace run
 
 } // namespace taskforce
 
@@ -91,9 +115,21 @@ CAF_END_TYPE_ID_BLOCK(taskforce)
 // renumbering the pool's.
 CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
 
-  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::merge_status))
-  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_status))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_state))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_event))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run_state))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run::attempt_end))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run::merge_end))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_phase))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::turn_kind))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_spec))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::token_usage))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_facts))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_transition))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::transition_batch))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::transition_ack))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::batch_acks))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_update))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run_transition))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::worktree_lease))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::worktree_request))
@@ -102,16 +138,19 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_outcome))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::attempt_progress))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::run_event))
-  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::transition_batch))
-  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::batch_acks))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::scope_request))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::scope_report))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_view))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::steer_reply))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_additions))
 
   // Ledger protocol.
   CAF_ADD_ATOM(taskforce_run, taskforce, record_atom, "record")
+  CAF_ADD_ATOM(taskforce_run, taskforce, add_atom, "add")
   // Git protocol.
   CAF_ADD_ATOM(taskforce_run, taskforce, lease_atom, "lease")
   CAF_ADD_ATOM(taskforce_run, taskforce, merge_atom, "merge")
+  CAF_ADD_ATOM(taskforce_run, taskforce, check_atom, "check")
   CAF_ADD_ATOM(taskforce_run, taskforce, changed_atom, "changed")
   CAF_ADD_ATOM(taskforce_run, taskforce, snapshot_atom, "snapshot")
   CAF_ADD_ATOM(taskforce_run, taskforce, discard_atom, "discard")
@@ -123,5 +162,17 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_ATOM(taskforce_run, taskforce, outcome_atom, "outcome")
   CAF_ADD_ATOM(taskforce_run, taskforce, progress_atom, "progress")
   CAF_ADD_ATOM(taskforce_run, taskforce, finished_atom, "finished")
+  // Worker protocol: the orchestrator stops an attempt.
+  CAF_ADD_ATOM(taskforce_run, taskforce, cancel_atom, "cancel")
+  // A person steers a live run.
+  CAF_ADD_ATOM(taskforce_run, taskforce, approve_atom, "approve")
+  CAF_ADD_ATOM(taskforce_run, taskforce, reject_atom, "reject")
+  CAF_ADD_ATOM(taskforce_run, taskforce, answer_atom, "answer")
+  // A worker and its process helper (messages/process.hpp).
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_started))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_output))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_exited))
+  // A worker takes its task's undelivered mail.
+  CAF_ADD_ATOM(taskforce_run, taskforce, take_atom, "take")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_run)

@@ -60,7 +60,7 @@ std::string live_table::event_json(const run_event& ev) {
     j["task"] = ev.task_id;
     j["attempt"] = ev.attempt;
   }
-  j["state"] = ev.state;
+  j["state"] = state_name(ev);
   j["reason"] = ev.reason.empty() ? nlohmann::json() : nlohmann::json(ev.reason);
   return j.dump();
 }
@@ -109,6 +109,7 @@ void live_table::apply(const run_event& ev) {
     events_ << event_json(ev) << '\n';
     events_.flush();
   }
+  std::string state = state_name(ev);
   if (!ev.task_id.empty()) {
     auto i = index_.find(ev.task_id);
     if (i == index_.end()) {
@@ -119,21 +120,21 @@ void live_table::apply(const run_event& ev) {
       i = index_.emplace(ev.task_id, rows_.size() - 1).first;
     }
     auto& row = rows_[i->second];
-    if (ev.state == "running" && row.state != "running"
+    if (state == "running" && row.state != "running"
         && row.state != "verifying")
       row.started_ms = ev.time_ms;
-    row.state = ev.state;
+    row.state = state;
     row.attempt = ev.attempt > 0 ? ev.attempt : row.attempt;
     row.reason = ev.reason;
-    row.ended_ms = final_state(ev.state) ? ev.time_ms : 0;
+    row.ended_ms = final_state(state) ? ev.time_ms : 0;
   }
   if (tty_)
     return;
   // Plain mode: one line per transition, stable and greppable.
   if (ev.task_id.empty()) {
-    out_ << "run " << ev.run_id << ": " << ev.state;
+    out_ << "run " << ev.run_id << ": " << state;
   } else {
-    out_ << ev.task_id << ": " << ev.state;
+    out_ << ev.task_id << ": " << state;
     if (ev.attempt > 0)
       out_ << " (attempt " << ev.attempt << ")";
   }

@@ -179,31 +179,11 @@ std::string config_json_of(const config& cfg) {
 }
 
 /// Prepares the ledger for driving `run`: attempts cut short become
-/// interrupted; tasks stopped by a failure get another chance (resume gives
-/// it another shot); a conflict is merged again (a hand merge is noticed).
-void prepare_resume(store::ledger& db, const std::string& run_id,
-                    std::set<std::string>& fresh_budget) {
-  auto now = store::wall_clock_ms();
-  db.mark_interrupted(run_id, "the process driving the run stopped", now);
-  for (auto& t : db.tasks(run_id)) {
-    store::task_change c;
-    switch (t.state) {
-      case task_state::failed:
-      case task_state::blocked:
-        c.to = task_state::pending;
-        c.reason = "resumed";
-        db.transition(run_id, t.id, c, now);
-        fresh_budget.insert(t.id);
-        break;
-      case task_state::conflict:
-        c.to = task_state::merging;
-        c.reason = "resumed: merging again";
-        db.transition(run_id, t.id, c, now);
-        break;
-      default:
-        break;
-    }
-  }
+/// interrupted and a running run paused. What a resume gives another chance
+/// (failed, blocked, a conflict merged again) is the scheduler's start.
+void prepare_resume(store::ledger& db, const std::string& run_id) {
+  db.mark_interrupted(run_id, "the process driving the run stopped",
+                      store::wall_clock_ms());
 }
 
 } // namespace
@@ -262,13 +242,12 @@ int drive_run(const drive_options& opts) {
   auto db = store::ledger::open(dir / store::ledger_file_name);
   auto unfinished = db.latest_unfinished_run();
   std::string run_id;
-  std::set<std::string> fresh_budget;
   if (opts.file.empty()) {
     if (!unfinished) {
       auto last = db.latest_run();
       if (last && last->state == run_state::completed) {
         // A kill after completion may have left merged worktrees behind.
-        remove_merged_leftovers(repo, last->base_branch, last->id, {});
+        git::remove_merged_leftovers(repo, last->base_branch, last->id, {});
         std::cout << "nothing to resume: run " << last->id << " ("
                   << last->file << ") completed\n";
         return exit_ok;
@@ -327,7 +306,7 @@ int drive_run(const drive_options& opts) {
   } else {
     auto row = db.find_run(run_id);
     base_branch = row->base_branch;
-    prepare_resume(db, run_id, fresh_budget);
+    prepare_resume(db, run_id);
   }
   lock.set_run(run_id);
   if (!git::head_commit(repo))
@@ -343,42 +322,27 @@ int drive_run(const drive_options& opts) {
                         + " is not part of run " + run_id
                         + " (the file changed); abort the run to start over");
   plan::task_graph graph{specs};
-  std::vector<run_task> tasks;
+  std::vector<task_state> states;
+  std::vector<std::string> reasons;
+  std::vector<task_memory> memory;
   for (size_t i = 0; i < graph.size(); ++i) {
     auto& s = graph.task(i);
     auto& row = rows[s.id];
-    run_task t;
-    t.id = s.id;
-    t.title = s.title;
-    t.body = s.body;
-    t.index = i;
-    t.priority = s.priority;
-    t.deps = graph.deps(i);
-    t.files = s.files;
-    t.verify = s.verify.value_or("");
-    t.run = s.run.value_or("");
-    t.agent = s.agent.value_or("");
-    t.model = s.model.value_or("");
-    t.timeout_ms = s.timeout_ms.value_or(0);
-    t.held = s.held;
-    t.hold_reason = s.hold_reason.value_or("");
-    t.state = to_string(row.state);
-    t.attempts = fresh_budget.count(s.id) > 0
-                   ? 0
-                   : static_cast<uint64_t>(std::max(0, row.attempts));
-    t.worktree = row.worktree.value_or("");
-    t.branch = row.branch.value_or("");
-    t.merge_commit = row.merge_commit.value_or("");
-    t.reason = row.reason.value_or("");
+    states.push_back(row.state);
+    reasons.push_back(row.reason.value_or(""));
+    task_memory m;
+    m.worktree = row.worktree.value_or("");
+    m.branch = row.branch.value_or("");
+    m.merge_commit = row.merge_commit.value_or("");
+    auto attempts = db.attempts(run_id, s.id);
+    if (!attempts.empty())
+      m.attempt = static_cast<uint64_t>(std::max(0, attempts.back().number));
     if (row.state != task_state::done)
-      for (auto& a : db.attempts(run_id, s.id))
-        t.invocations += 1 + static_cast<uint64_t>(std::max(0, a.repairs));
-    tasks.push_back(std::move(t));
+      for (auto& a : attempts)
+        m.invocations += 1 + static_cast<uint64_t>(std::max(0, a.repairs));
+    memory.push_back(std::move(m));
   }
-  for (auto& [a, b] : graph.conflict_pairs()) {
-    tasks[a].conflicts.push_back(b);
-    tasks[b].conflicts.push_back(a);
-  }
+  auto records = records_of(graph, states, reasons);
 
   // The actors.
   runtime_config sys_cfg{0, false};
@@ -404,12 +368,12 @@ int drive_run(const drive_options& opts) {
   if (!opts.events_file.empty())
     table.write_events_to(opts.events_file);
   std::vector<table_row> table_rows;
-  for (auto& t : tasks) {
+  for (size_t i = 0; i < graph.size(); ++i) {
     table_row r;
-    r.id = t.id;
-    r.title = t.title;
-    r.state = t.state;
-    r.reason = t.reason;
+    r.id = graph.task(i).id;
+    r.title = graph.task(i).title;
+    r.state = to_string(states[i]);
+    r.reason = reasons[i];
     table_rows.push_back(r);
   }
   table.set_rows(std::move(table_rows));
@@ -419,26 +383,34 @@ int drive_run(const drive_options& opts) {
   worker_launcher launch = [&sys, run_id, run_cfg, root, self_exe,
                             git](const run_task& t, uint64_t attempt,
                                  bool fresh, caf::actor orch) {
-    proc::cancel_handle cancel;
     worker_job job;
     job.run_id = run_id;
-    job.task = t;
+    job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
+    job.agent = t.agent;
+    job.timeout_ms = t.timeout_ms;
     job.attempt = attempt;
+    job.invocations = t.invocations;
+    job.previous_failure = t.previous_failure;
+    job.known_worktree = t.worktree;
+    job.session = t.session;
     job.fresh = fresh;
     job.cfg = run_cfg;
     job.root = root;
     job.self_exe = self_exe;
     job.git = git;
     job.orchestrator = orch;
-    job.cancel = cancel;
-    auto actor = spawn_worker(sys, std::move(job));
-    return worker_handle{actor, [cancel] { cancel.kill(); }};
+    // The orchestrator stops it with cancel_atom; the worker kills its
+    // command through the process registry.
+    return worker_handle{spawn_worker(sys, std::move(job)), {}};
   };
   orchestrator_setup os;
   os.run_id = run_id;
   os.file = file_rel;
   os.cfg = cfg.run;
-  os.tasks = std::move(tasks);
+  os.rules = rules_of(cfg.run);
+  os.graph = std::move(graph);
+  os.records = std::move(records);
+  os.memory = std::move(memory);
   os.ledger = ledger;
   os.git = git;
   os.watcher = caf::actor_cast<caf::actor>(self);
@@ -454,8 +426,8 @@ int drive_run(const drive_options& opts) {
   while (final_state.empty()) {
     self->receive(
       [&](run_event& ev) { table.apply(ev); },
-      [&](finished_atom, std::string& state, std::string& reason) {
-        final_state = state;
+      [&](finished_atom, run_state state, std::string& reason) {
+        final_state = to_string(state);
         final_reason = reason;
       },
       caf::after(std::chrono::milliseconds(200)) >> [&] {

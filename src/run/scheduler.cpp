@@ -498,7 +498,7 @@ decision scheduler::refused(size_t i, task_state actual, std::string why) {
     count_dependencies(dep);
     refresh(dep);
   }
-  if (phase_ == run_phase::running)
+  if (phase_ == run_phase::running || phase_ == run_phase::completed)
     start_pause(d, "the ledger refused a change of " + graph_.task(i).id + ": "
                      + why);
   settle(d);
@@ -511,6 +511,7 @@ namespace {
 
 steer_result refuse(const std::string& id, task_state s, const char* wants) {
   steer_result r;
+  r.why_not = refusal::wrong_state;
   r.error = "task " + id + " is " + taskforce::to_string(s) + "; " + wants;
   return r;
 }
@@ -559,22 +560,64 @@ steer_result scheduler::answer(size_t i) {
   return r;
 }
 
-steer_result scheduler::add(std::vector<task_spec> specs) {
+steer_result scheduler::check_add(const std::vector<task_spec>& specs) const {
   steer_result r;
+  auto no = [&r](refusal why, std::string text) {
+    r.why_not = why;
+    r.error = std::move(text);
+    return r;
+  };
   std::unordered_set<std::string> ids;
   for (auto& t : graph_.tasks())
     ids.insert(t.id);
-  for (auto& s : specs)
-    if (!ids.insert(s.id).second) {
-      r.error = "task " + s.id + " is already part of the run";
-      return r;
-    }
+  std::unordered_set<std::string> added;
+  for (auto& s : specs) {
+    if (s.id.empty())
+      return no(refusal::invalid, "a task to add has no id");
+    if (!ids.insert(s.id).second)
+      return no(refusal::duplicate,
+                "task " + s.id + " is already part of the run");
+    added.insert(s.id);
+  }
   for (auto& s : specs)
     for (auto& dep : s.deps)
-      if (ids.count(dep) == 0) {
-        r.error = "task " + s.id + " depends on unknown task " + dep;
-        return r;
+      if (ids.count(dep) == 0)
+        return no(refusal::invalid,
+                  "task " + s.id + " depends on unknown task " + dep);
+  // Tasks of the run never wait for added ones, so a cycle lies among the
+  // added tasks: take away those whose added deps are all taken, until
+  // none is left (or some wait on each other).
+  std::unordered_set<std::string> left = added;
+  for (bool progress = true; progress && !left.empty();) {
+    progress = false;
+    for (auto& s : specs) {
+      if (left.count(s.id) == 0)
+        continue;
+      bool free = true;
+      for (auto& dep : s.deps)
+        free = free && left.count(dep) == 0;
+      if (free) {
+        left.erase(s.id);
+        progress = true;
       }
+    }
+  }
+  if (!left.empty()) {
+    std::vector<std::string> cycle;
+    for (auto& s : specs)
+      if (left.count(s.id) > 0)
+        cycle.push_back(s.id);
+    return no(refusal::invalid, "tasks to add depend on each other in a cycle: "
+                                  + join(cycle, ", "));
+  }
+  r.ok = true;
+  return r;
+}
+
+steer_result scheduler::add(std::vector<task_spec> specs) {
+  auto r = check_add(specs);
+  if (!r.ok)
+    return r;
   auto all = graph_.tasks();
   auto first = all.size();
   for (auto& s : specs) {
@@ -589,12 +632,18 @@ steer_result scheduler::add(std::vector<task_spec> specs) {
   waiting_.resize(graph_.size(), 0);
   skipped_by_.resize(graph_.size(), std::nullopt);
   for (size_t i = first; i < graph_.size(); ++i) {
-    if (graph_.task(i).done)
-      records_[i].state = task_state::done;
+    auto& spec = graph_.task(i);
+    auto& rec = records_[i];
+    rec.hold = spec.held;
+    rec.hold_reason = spec.hold_reason.value_or("");
+    rec.needs_approval = spec.needs_approval;
+    if (spec.done)
+      rec.state = task_state::done;
     count_dependencies(i);
     refresh(i);
+    if (rec.state == task_state::pending && rec.hold)
+      move(r.changes, i, task_event::hold, rec.hold_reason);
   }
-  r.ok = true;
   wake(r.changes);
   return r;
 }

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "src/plan/graph.hpp"
+#include "src/run/outcome.hpp"
 #include "src/run/task_state.hpp"
 
 namespace taskforce::run {
@@ -164,36 +165,25 @@ enum class run_phase : uint8_t {
 /// The lowercase name.
 const char* to_string(run_phase x);
 
-/// How a worker attempt ended.
-enum class attempt_end : uint8_t {
-  /// Work done, scope checked, gate passed.
-  done,
-  /// The worker needs a person (its question is the reason).
-  blocked,
-  /// The worker, the scope check or the gate failed.
-  failed,
-  /// Cut short (cancelled); does not count as an attempt.
-  interrupted,
+/// Why a person's command does not apply.
+enum class refusal : uint8_t {
+  /// It applies.
+  none,
+  /// The task is not in a state the command applies to.
+  wrong_state,
+  /// A task to add has the id of a task of the run (or of another one
+  /// being added).
+  duplicate,
+  /// The tasks to add are not a valid graph: an unknown dependency, a
+  /// cycle, an empty id.
+  invalid,
 };
 
-/// How an integration ended.
-enum class merge_end : uint8_t {
-  /// The branch is in the base now (or already was).
-  merged,
-  /// Nothing to merge: the task changed nothing.
-  empty,
-  /// The merge conflicts, or would overwrite edits in the main checkout.
-  conflict,
-  /// Git failed.
-  error,
-  /// For check_merged: the branch is not in the base.
-  not_merged,
-};
-
-/// The answer to a person's command (approve, reject, answer).
+/// The answer to a person's command (approve, reject, answer, add).
 struct steer_result {
-  /// False when the command does not apply; `error` says why.
+  /// False when the command does not apply; `why_not` and `error` say why.
   bool ok = false;
+  refusal why_not = refusal::none;
   std::string error;
   /// The changes the command makes.
   decision changes;
@@ -242,6 +232,12 @@ class scheduler {
   /// Where the run stands.
   run_phase phase() const {
     return phase_;
+  }
+
+  /// Why the run is pausing, paused, completed (what failed under
+  /// continueOnError) or aborting; empty while it runs.
+  const std::string& phase_reason() const {
+    return phase_reason_;
   }
 
   /// Attempts running or verifying now.
@@ -301,7 +297,8 @@ class scheduler {
   decision merge_ended(size_t i, merge_end end, std::string why);
 
   /// The ledger refused a change of task `i` and says the task is in
-  /// `actual`: the scheduler takes the ledger's word and pauses the run.
+  /// `actual`: the scheduler takes the ledger's word and pauses the run
+  /// (a run that was completing pauses instead: its end was not recorded).
   decision refused(size_t i, task_state actual, std::string why);
 
   // -- a person decides ------------------------------------------------------
@@ -315,8 +312,14 @@ class scheduler {
   /// blocked: the task runs again, continuing with the answer.
   steer_result answer(size_t i);
 
-  /// Adds tasks to the run (ids new, deps naming tasks of the run); they
-  /// start pending (or done when the file checks them).
+  /// Whether `specs` may join the run, without changing anything: ids new
+  /// and not empty, deps naming tasks of the run or of `specs`, no cycle.
+  /// `ok` true, or why not.
+  steer_result check_add(const std::vector<task_spec>& specs) const;
+
+  /// Adds tasks to the run (as check_add allows); they start pending (or
+  /// done when the file checks them), held when the file holds them, and
+  /// needing approval when their risk asks for it.
   steer_result add(std::vector<task_spec> specs);
 
  private:

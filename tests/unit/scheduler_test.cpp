@@ -530,3 +530,65 @@ CAF_TEST(random runs keep every rule of the lifecycle and the schedule) {
     CAF_REQUIRE(s.finished());
   }
 }
+
+CAF_TEST(tasks to add are checked before anything changes) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  auto dup = s.check_add({make("b", {"b"}), make("b", {"c"})});
+  CAF_CHECK(!dup.ok);
+  CAF_CHECK_EQUAL(dup.why_not, refusal::duplicate);
+  auto cycle = s.check_add({make("b", {"b"}, {"c"}), make("c", {"c"}, {"b"}),
+                            make("d", {"d"}, {"a"})});
+  CAF_CHECK(!cycle.ok);
+  CAF_CHECK_EQUAL(cycle.why_not, refusal::invalid);
+  CAF_CHECK_EQUAL(cycle.error,
+                  "tasks to add depend on each other in a cycle: b, c");
+  auto self_dep = s.add({make("e", {"e"}, {"e"})});
+  CAF_CHECK(!self_dep.ok);
+  CAF_CHECK_EQUAL(self_dep.why_not, refusal::invalid);
+  CAF_CHECK(!s.check_add({make("", {"x"})}).ok);
+  CAF_CHECK_EQUAL(s.size(), 1u);
+  // Added tasks may depend on each other in any order.
+  CAF_CHECK(s.check_add({make("c", {"c"}, {"b"}), make("b", {"b"}, {"a"})}).ok);
+  CAF_CHECK_EQUAL(s.approve(0).why_not, refusal::wrong_state);
+}
+
+CAF_TEST(added tasks keep their hold and their need for approval) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  auto held = make("h", {"h"});
+  held.held = true;
+  held.hold_reason = "[NEEDS DECISION: which]";
+  auto risky = make("r", {"r"});
+  risky.risk = "high";
+  risky.needs_approval = true;
+  auto added = s.add({held, risky});
+  CAF_REQUIRE(added.ok);
+  CAF_CHECK_EQUAL(show(s, added.changes), "h:pending>held");
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"r"});
+  auto r = at(s, "r");
+  auto d = s.attempt_ended(r, attempt_end::done, "");
+  CAF_CHECK_EQUAL(s.state(r), task_state::review);
+  for (auto& c : d.changes)
+    CAF_CHECK(c.then != follow_up::merge);
+}
+
+CAF_TEST(a refused change keeps a completing run from being recorded done) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::done, "");
+  s.merge_ended(0, merge_end::merged, "");
+  auto end = s.next();
+  CAF_REQUIRE(end.run.has_value());
+  CAF_CHECK_EQUAL(end.run->to, run_state::completed);
+  // The ledger refused a:merging>done: it still has a merging.
+  auto d = s.refused(0, task_state::merging, "a is verifying");
+  CAF_REQUIRE(d.run.has_value());
+  CAF_CHECK_EQUAL(d.run->to, run_state::paused);
+  CAF_CHECK_EQUAL(s.phase(), run_phase::pausing);
+  CAF_CHECK_EQUAL(s.phase_reason(),
+                  "the ledger refused a change of a: a is verifying");
+}

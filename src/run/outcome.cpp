@@ -1,0 +1,62 @@
+#include "src/run/outcome.hpp"
+
+#include <array>
+
+namespace taskforce::run {
+
+namespace {
+
+constexpr std::array<attempt_end, 4> all_attempt_ends{
+  attempt_end::done,
+  attempt_end::blocked,
+  attempt_end::failed,
+  attempt_end::interrupted,
+};
+
+constexpr std::array<merge_end, 5> all_merge_ends{
+  merge_end::merged, merge_end::empty,      merge_end::conflict,
+  merge_end::error,  merge_end::not_merged,
+};
+
+template<class Enum, size_t N>
+bool parse(std::string_view name, const std::array<Enum, N>& all, Enum& out) {
+  for (auto x : all)
+    if (name == to_string(x)) {
+      out = x;
+      return true;
+    }
+  return false;
+}
+
+} // namespace
+
+const char* to_string(attempt_end x) {
+  switch (x) {
+    case attempt_end::done: return "done";
+    case attempt_end::blocked: return "blocked";
+    case attempt_end::failed: return "failed";
+    case attempt_end::interrupted: return "interrupted";
+  }
+  return "unknown";
+}
+
+const char* to_string(merge_end x) {
+  switch (x) {
+    case merge_end::merged: return "merged";
+    case merge_end::empty: return "empty";
+    case merge_end::conflict: return "conflict";
+    case merge_end::error: return "error";
+    case merge_end::not_merged: return "not_merged";
+  }
+  return "unknown";
+}
+
+bool from_string(std::string_view name, attempt_end& out) {
+  return parse(name, all_attempt_ends, out);
+}
+
+bool from_string(std::string_view name, merge_end& out) {
+  return parse(name, all_merge_ends, out);
+}
+
+} // namespace taskforce::run

@@ -1,0 +1,49 @@
+// How a worker attempt and an integration end: the words the scheduler
+// takes from a worker and from the git service. Kept apart from the
+// scheduler so that the message vocabulary can name them without it.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace taskforce::run {
+
+/// How a worker attempt ended.
+enum class attempt_end : uint8_t {
+  /// Work done, scope checked, gate passed.
+  done,
+  /// The worker needs a person (its question is the reason).
+  blocked,
+  /// The worker, the scope check or the gate failed.
+  failed,
+  /// Cut short (cancelled); does not count as an attempt.
+  interrupted,
+};
+
+/// How an integration ended.
+enum class merge_end : uint8_t {
+  /// The branch is in the base now (or already was).
+  merged,
+  /// Nothing to merge: the task changed nothing.
+  empty,
+  /// The merge conflicts, or would overwrite edits in the main checkout.
+  conflict,
+  /// Git failed.
+  error,
+  /// For check_merged: the branch is not in the base.
+  not_merged,
+};
+
+/// The lowercase name.
+const char* to_string(attempt_end x);
+
+/// The lowercase name.
+const char* to_string(merge_end x);
+
+/// Parses an attempt end's name; false (and `out` untouched) when unknown.
+bool from_string(std::string_view name, attempt_end& out);
+
+/// Parses a merge end's name; false (and `out` untouched) when unknown.
+bool from_string(std::string_view name, merge_end& out);
+
+} // namespace taskforce::run
