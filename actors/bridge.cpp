@@ -1,12 +1,17 @@
 #include "actors/bridge.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <utility>
+#include <vector>
 
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+
+#include "actors/log_handlers.hpp"
+#include "src/text/json_reader.hpp"
 
 namespace taskforce {
 
@@ -33,6 +38,36 @@ std::string quoted(const std::string& key) {
   return "\"" + key + "\"";
 }
 
+/// The first max_quoted_bytes of `text`, not splitting a UTF-8 character.
+std::string head(const std::string& text) {
+  size_t cut = bridge_state::max_quoted_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80)
+    --cut;
+  return text.substr(0, cut);
+}
+
+/// `text` as is when short, else its head, "…" and its full size.
+std::string excerpt(const std::string& text) {
+  if (text.size() <= bridge_state::max_quoted_bytes)
+    return text;
+  return head(text) + "\xe2\x80\xa6 (" + std::to_string(text.size())
+         + " bytes)";
+}
+
+/// A client's text for an error message: between `quote`s, and cut when
+/// long (the size follows the closing quote).
+std::string quote_text(const std::string& text, char quote = '"') {
+  if (text.size() <= bridge_state::max_quoted_bytes)
+    return quote + text + quote;
+  return quote + head(text) + "\xe2\x80\xa6" + quote + " ("
+         + std::to_string(text.size()) + " bytes)";
+}
+
+/// A client's value for an error message: its JSON, cut when long.
+std::string quote_value(const json& value) {
+  return excerpt(value.dump(-1, ' ', false, json::error_handler_t::replace));
+}
+
 /// A required, non-empty string field.
 std::string need_string(const json& req, const std::string& key) {
   auto i = req.find(key);
@@ -40,7 +75,7 @@ std::string need_string(const json& req, const std::string& key) {
     throw bad_field("missing field " + quoted(key));
   if (!i->is_string())
     throw bad_field("field " + quoted(key) + " must be a string, got "
-                    + i->dump());
+                    + quote_value(*i));
   auto value = i->get<std::string>();
   if (value.empty())
     throw bad_field("field " + quoted(key) + " must not be empty");
@@ -63,8 +98,8 @@ holder_kind need_kind(const json& req) {
   if (text == "background")
     return holder_kind::background;
   throw bad_field("field \"kind\" must be \"foreground\" or \"background\", "
-                  "got \""
-                  + text + "\"");
+                  "got "
+                  + quote_text(text));
 }
 
 release_reason need_reason(const json& req) {
@@ -76,8 +111,52 @@ release_reason need_reason(const json& req) {
   if (text == "aborted")
     return release_reason::aborted;
   throw bad_field("field \"reason\" must be \"completed\", \"error\" or "
-                  "\"aborted\", got \""
-                  + text + "\"");
+                  "\"aborted\", got "
+                  + quote_text(text));
+}
+
+/// One line parsed: the request (null when unreadable), what went wrong,
+/// and the id's own text when it is a floating-point number (echoed as
+/// sent, not as a double prints it).
+struct parsed_line {
+  json value;
+  json_read_result read;
+  /// The text of a floating-point `id`.
+  std::string id_text;
+};
+
+/// A line read without the JSON library's hazards (src/text/json_reader):
+/// a value nested deeper than max_nesting is left out and noted, so no
+/// hostile nesting reaches code that recurses per level (dump, copy,
+/// comparison).
+parsed_line parse_line(const char* first, size_t size) {
+  parsed_line result;
+  json_read_options opts;
+  opts.max_depth = bridge_state::max_nesting;
+  opts.skip_too_deep = true;
+  opts.on_float = [&result](double&, const std::string& text,
+                            const std::vector<std::string>& path) {
+    if (path.size() == 1 && path[0] == "id")
+      result.id_text = text;
+  };
+  result.read = read_json(first, first + size, result.value, opts);
+  return result;
+}
+
+/// The parser's complaint for a client, with the token it quotes cut to
+/// max_quoted_bytes.
+std::string parse_message(const json_read_result& read) {
+  std::string text = read.detail;
+  if (auto open = text.find('\''); open != std::string::npos) {
+    auto close = text.rfind('\'');
+    if (close > open)
+      text = text.substr(0, open)
+             + quote_text(text.substr(open + 1, close - open - 1), '\'')
+             + text.substr(close + 1);
+  }
+  if (read.kind == json_read_result::problem::out_of_range)
+    return "a number out of range (" + text + ")";
+  return "not JSON: " + text;
 }
 
 /// `{"id":<id>,"ok":true` followed by `fields` (an object) and `}`.
@@ -132,7 +211,7 @@ void append_field(std::string& out, const char* key, const std::string& value) {
   append_string(out, value);
 }
 
-template <class Integer>
+template<class Integer>
 void append_field(std::string& out, const char* key, Integer value) {
   out += ",\"";
   out += key;
@@ -225,14 +304,6 @@ ordered_json status_fields(const pool_status& st) {
     {"mode", st.mode}, {"max_parallel", st.max_parallel}, {"pools", pools}};
 }
 
-/// The parser's message without its "[json.exception…] " prefix.
-std::string parse_message(const json::parse_error& e) {
-  std::string text = e.what();
-  if (auto pos = text.find("] "); pos != std::string::npos)
-    text = text.substr(pos + 2);
-  return "not JSON: " + text;
-}
-
 bool blank(const char* first, size_t size) {
   for (size_t i = 0; i < size; ++i)
     if (first[i] != ' ' && first[i] != '\t' && first[i] != '\r')
@@ -248,82 +319,168 @@ bridge_state::bridge_state(caf::event_based_actor* self) : self(self) {
   // nop
 }
 
+bridge_state::~bridge_state() {
+  if (input_ack.pending())
+    input_ack.deliver(
+      caf::make_error(errc::shutting_down, "the connection is closed"));
+}
+
 // -- input --------------------------------------------------------------------
 
-void bridge_state::on_data(const std::string& chunk) {
-  if (closing)
-    return;
-  size_t pos = 0;
-  while (pos < chunk.size()) {
-    auto nl = chunk.find('\n', pos);
-    if (nl == std::string::npos) {
-      // An unterminated tail: keep it (up to the line limit) for later.
-      if (!skipping)
-        partial.append(chunk, pos, std::string::npos);
-      if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null");
-        fail(seq, "null", errc::bad_request,
-             "line longer than " + std::to_string(max_line_bytes)
-               + " bytes; skipped");
-        partial.clear();
-        skipping = true;
-      }
-      return;
-    }
-    if (skipping) {
-      skipping = false;
-    } else if (partial.empty()) {
-      on_line(chunk.data() + pos, nl - pos);
-    } else {
-      partial.append(chunk, pos, nl - pos);
-      if (partial.size() > max_line_bytes) {
-        auto seq = open_slot("null");
-        fail(seq, "null", errc::bad_request,
-             "line longer than " + std::to_string(max_line_bytes)
-               + " bytes; skipped");
-      } else {
-        on_line(partial.data(), partial.size());
-      }
-      partial.clear();
-    }
-    pos = nl + 1;
+caf::result<caf::ok_atom> bridge_state::on_data(std::string& chunk) {
+  if (input_ended || closing)
+    return caf::ok_atom::value;
+  // Readers send one chunk at a time; a second one joins the first.
+  if (input_pos < input.size()) {
+    input.erase(0, input_pos);
+    input += chunk;
+  } else {
+    input = std::move(chunk);
   }
+  input_pos = 0;
+  if (input_ack.pending())
+    input_ack.deliver(caf::ok_atom::value);
+  input_ack = self->make_response_promise();
+  auto ack = input_ack;
+  pump();
+  return ack;
+}
+
+bool bridge_state::paused() const {
+  return pending_output() >= max_pending_output
+         || blocked.size() >= max_open_requests || status_open;
+}
+
+void bridge_state::pump() {
+  if (pumping || finished)
+    return;
+  pumping = true;
+  while (!finished && input_pos < input.size() && !paused())
+    consume_line();
+  if (!finished && input_pos >= input.size()) {
+    if (input.capacity() > 0)
+      input = std::string{};
+    input_pos = 0;
+    if (input_ack.pending() && !paused())
+      input_ack.deliver(caf::ok_atom::value);
+    if (input_ended && !closing)
+      end_input();
+  }
+  pumping = false;
+}
+
+void bridge_state::consume_line() {
+  auto nl = input.find('\n', input_pos);
+  if (nl == std::string::npos) {
+    // An unterminated tail: keep it (up to the line limit) for later.
+    if (!skipping)
+      partial.append(input, input_pos, std::string::npos);
+    input_pos = input.size();
+    if (partial.size() > max_line_bytes) {
+      auto seq = open_slot("null");
+      fail(seq, "null", errc::bad_request,
+           "line longer than " + std::to_string(max_line_bytes)
+             + " bytes; skipped");
+      partial = std::string{};
+      skipping = true;
+    }
+    return;
+  }
+  if (skipping) {
+    skipping = false;
+  } else if (partial.empty()) {
+    on_line(input.data() + input_pos, nl - input_pos);
+  } else {
+    partial.append(input, input_pos, nl - input_pos);
+    if (partial.size() > max_line_bytes) {
+      auto seq = open_slot("null");
+      fail(seq, "null", errc::bad_request,
+           "line longer than " + std::to_string(max_line_bytes)
+             + " bytes; skipped");
+    } else {
+      on_line(partial.data(), partial.size());
+    }
+    partial = std::string{};
+  }
+  input_pos = nl + 1;
 }
 
 void bridge_state::on_line(const char* first, size_t size) {
+  // Whatever goes wrong, the line gets its one answer and the connection
+  // lives on; nothing escapes to CAF (whose default handler prints on
+  // standard output).
+  auto seq = next_seq;
+  try {
+    handle_line(first, size);
+  } catch (const std::exception& e) {
+    spdlog::error("connection {}: a request failed unexpectedly: {}",
+                  connection, e.what());
+    std::string id = "null";
+    if (next_seq == seq) {
+      seq = open_slot(id);
+    } else if (auto i = blocked.find(seq); i != blocked.end()) {
+      id = i->second.id;
+    }
+    waiting_acquires.erase(seq);
+    if (unanswered(seq))
+      fail(seq, id, errc::bad_request,
+           "the request could not be handled: " + excerpt(e.what()));
+  }
+}
+
+void bridge_state::handle_line(const char* first, size_t size) {
   if (size > 0 && first[size - 1] == '\r')
     --size;
   // Blank lines carry no request; harnesses often end a batch with one.
   if (blank(first, size))
     return;
-  json req;
-  try {
-    req = json::parse(first, first + size);
-  } catch (const json::parse_error& e) {
+  auto parsed = parse_line(first, size);
+  if (!parsed.read.ok()) {
     auto seq = open_slot("null");
-    fail(seq, "null", errc::bad_request, parse_message(e));
+    fail(seq, "null", errc::bad_request, parse_message(parsed.read));
     return;
   }
+  auto& req = parsed.value;
   if (!req.is_object()) {
     auto seq = open_slot("null");
     fail(seq, "null", errc::bad_request,
-         "a request must be a JSON object, got " + std::string{req.type_name()});
+         "a request must be a JSON object, got "
+           + std::string{req.type_name()});
     return;
   }
   std::string id = "null";
   std::string id_problem;
-  if (auto i = req.find("id"); i == req.end() || i->is_null())
+  auto deep_field
+    = parsed.read.skipped.empty() ? std::string{} : parsed.read.skipped.front();
+  auto too_deep = parsed.read.skipped_any;
+  if (auto i = req.find("id"); too_deep && deep_field == "id")
+    id_problem = "field \"id\" nests deeper than " + std::to_string(max_nesting)
+                 + " levels";
+  else if (i == req.end() || i->is_null())
     id_problem = "missing field \"id\"";
   else if (i->is_number() || i->is_string())
-    id = i->dump(-1, ' ', false, json::error_handler_t::replace);
+    id = i->is_number_float() && !parsed.id_text.empty()
+           ? parsed.id_text
+           : i->dump(-1, ' ', false, json::error_handler_t::replace);
   else
-    id_problem = "field \"id\" must be a number or a string, got " + i->dump();
+    id_problem
+      = "field \"id\" must be a number or a string, got " + quote_value(*i);
+  if (too_deep && id_problem.empty()) {
+    auto seq = open_slot(id);
+    std::string where = deep_field.empty()
+                          ? std::string{}
+                          : " in field " + quote_text(deep_field);
+    fail(seq, id, errc::bad_request,
+         "JSON nested deeper than " + std::to_string(max_nesting) + " levels"
+           + where + "; the request was not read");
+    return;
+  }
   std::string op;
   std::string op_problem;
   if (auto i = req.find("op"); i == req.end() || i->is_null())
     op_problem = "missing field \"op\"";
   else if (!i->is_string())
-    op_problem = "field \"op\" must be a string, got " + i->dump();
+    op_problem = "field \"op\" must be a string, got " + quote_value(*i);
   else
     op = i->get<std::string>();
   bool is_acquire = op_problem.empty() && id_problem.empty() && op == "acquire";
@@ -334,7 +491,7 @@ void bridge_state::on_line(const char* first, size_t size) {
   auto seq = open_slot(id, holder, is_acquire);
   if (!op_problem.empty() || !id_problem.empty()) {
     fail(seq, id, errc::bad_request,
-         op_problem.empty() ? id_problem : op_problem);
+         id_problem.empty() ? op_problem : id_problem);
     return;
   }
   auto on_error = [this, seq, id](caf::error& err) {
@@ -414,24 +571,33 @@ void bridge_state::on_line(const char* first, size_t size) {
         self->request(pool, reply_timeout, end_atom::value, session)
           .then(reply, on_error);
     } else if (op == "status") {
+      // A status answer lists every holder (names of any length), so one
+      // pipelined burst of them could outgrow any output bound: input
+      // waits while one is being answered.
+      status_open = true;
       self->request(pool, reply_timeout, status_atom::value)
         .then(
           [this, seq, id](pool_status& st) {
+            status_open = false;
             if (unanswered(seq))
               answer(seq, ok_line(id, status_fields(st)));
           },
-          on_error);
+          [this, on_error](caf::error& err) {
+            status_open = false;
+            on_error(err);
+          });
     } else if (op == "subscribe") {
       self->request(pool, reply_timeout, subscribe_atom::value, connection)
         .then(
-          [this, seq, id](bool) {
+          [this, seq, id](bool ok) {
+            subscribed = subscribed || ok;
             if (unanswered(seq))
               answer(seq, ok_line(id, ordered_json{{"subscribed", true}}));
           },
           on_error);
     } else {
       fail(seq, id, errc::bad_request,
-           "unknown op \"" + op + "\" (known: " + known_ops + ")");
+           "unknown op " + quote_text(op) + " (known: " + known_ops + ")");
     }
   } catch (const bad_field& e) {
     waiting_acquires.erase(seq);
@@ -440,12 +606,15 @@ void bridge_state::on_line(const char* first, size_t size) {
 }
 
 void bridge_state::on_close() {
-  if (closing)
-    return;
+  input_ended = true;
+  pump();
+}
+
+void bridge_state::end_input() {
   // A last line without its newline still counts as a request.
   if (!partial.empty() && !skipping)
     on_line(partial.data(), partial.size());
-  partial.clear();
+  partial = std::string{};
   closing = true;
   if (detached) {
     maybe_finish();
@@ -471,8 +640,8 @@ void bridge_state::on_close() {
 uint64_t bridge_state::open_slot(std::string id, std::string holder,
                                  bool acquire) {
   auto seq = next_seq++;
-  blocked.emplace(seq, response_slot{std::move(id), {}, acquire,
-                                     std::move(holder)});
+  blocked.emplace(seq,
+                  response_slot{std::move(id), {}, acquire, std::move(holder)});
   return seq;
 }
 
@@ -484,6 +653,7 @@ void bridge_state::on_queued(const std::string& holder) {
       blocked.erase(i);
       drain();
       maybe_finish();
+      pump();
       return;
     }
   }
@@ -515,6 +685,7 @@ void bridge_state::answer(uint64_t seq, std::string line) {
   }
   drain();
   maybe_finish();
+  pump();
 }
 
 void bridge_state::fail(uint64_t seq, const std::string& id, errc code,
@@ -536,7 +707,40 @@ void bridge_state::fail(uint64_t seq, const std::string& id,
        "the pool is not available (" + self->system().render(err) + ")");
 }
 
+void bridge_state::on_event(const pool_event& ev) {
+  if (finished)
+    return;
+  bool own = ev.connection == connection;
+  if (!own) {
+    // The pool keeps sending a dropped subscriber's events: skip them here.
+    if (!subscribed)
+      return;
+    if (pending_output() >= max_subscriber_backlog) {
+      drop_subscription();
+      return;
+    }
+  }
+  write(event_line(ev));
+  if (own && ev.kind == pool_event_kind::queued)
+    on_queued(ev.holder);
+}
+
+void bridge_state::drop_subscription() {
+  subscribed = false;
+  auto pending = pending_output();
+  std::string line = "{\"event\":\"unsubscribed\",\"reason\":\"slow_reader\"";
+  append_field(line, "pending_bytes", pending);
+  append_field(line, "limit_bytes", max_subscriber_backlog);
+  line += '}';
+  write(line);
+  spdlog::warn("connection {}: {} bytes of output unread (limit {}); its "
+               "subscription to every event is dropped",
+               connection, pending, max_subscriber_backlog);
+}
+
 void bridge_state::write(const std::string& line) {
+  if (!sink)
+    return; // nobody reads any more
   out += line;
   out += '\n';
   if (!flush_scheduled) {
@@ -550,8 +754,25 @@ void bridge_state::write(const std::string& line) {
 void bridge_state::flush() {
   if (out.empty() || !sink)
     return;
+  unwritten += out.size();
   self->send(sink, std::move(out));
   out = std::string{};
+}
+
+void bridge_state::on_written(uint64_t bytes) {
+  unwritten -= std::min(bytes, unwritten);
+  pump();
+}
+
+void bridge_state::on_sink_down() {
+  sink = nullptr;
+  out = std::string{};
+  unwritten = 0;
+  pump();
+}
+
+size_t bridge_state::pending_output() const {
+  return out.size() + unwritten;
 }
 
 void bridge_state::maybe_finish() {
@@ -561,10 +782,16 @@ void bridge_state::maybe_finish() {
   flush();
   if (sink)
     self->send(sink, caf::close_atom::value);
+  if (input_ack.pending())
+    input_ack.deliver(caf::ok_atom::value);
   self->quit();
 }
 
 void bridge_state::on_pool_down() {
+  // Input not yet consumed is dropped: there is no pool to serve it.
+  input = std::string{};
+  input_pos = 0;
+  partial = std::string{};
   // Pending answers of a dead pool never come: fail them here, in order.
   auto acquires = std::move(waiting_acquires);
   waiting_acquires.clear();
@@ -589,32 +816,40 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
   st.pool = pool;
   st.config = std::move(cfg);
   st.sink = std::move(sink);
+  log_instead_of_printing(self);
   self->monitor(pool);
+  if (st.sink)
+    self->monitor(st.sink);
   self->set_down_handler([self](caf::down_msg& msg) {
-    if (msg.source == self->state.pool.address())
-      self->state.on_pool_down();
+    auto& st = self->state;
+    if (msg.source == st.pool.address())
+      st.on_pool_down();
+    else if (st.sink && msg.source == st.sink.address())
+      st.on_sink_down();
   });
   // Until the pool names this connection, input waits in the mailbox.
   self->request(pool, caf::infinite, attach_atom::value, caf::actor{self})
-    .await([self](uint64_t id) { self->state.connection = id; },
-           [self](caf::error& err) {
-             spdlog::error("the pool refused a connection: {}",
-                           self->system().render(err));
-             self->state.on_pool_down();
-           });
+    .await(
+      [self](uint64_t id) {
+        self->state.connection = id;
+      },
+      [self](caf::error& err) {
+        spdlog::error("the pool refused a connection: {}",
+                      self->system().render(err));
+        self->state.on_pool_down();
+      });
   return {
-    [self](const std::string& chunk) {
-      self->state.on_data(chunk);
-      return caf::ok_atom::value;
+    [self](std::string& chunk) -> caf::result<caf::ok_atom> {
+      return self->state.on_data(chunk);
     },
-    [self](caf::close_atom) { self->state.on_close(); },
+    [self](caf::close_atom) {
+      self->state.on_close();
+    },
+    [self](written_atom, uint64_t bytes) {
+      self->state.on_written(bytes);
+    },
     [self](event_atom, const pool_event& ev) {
-      auto& st = self->state;
-      if (st.finished)
-        return;
-      st.write(event_line(ev));
-      if (ev.kind == pool_event_kind::queued && ev.connection == st.connection)
-        st.on_queued(ev.holder);
+      self->state.on_event(ev);
     },
     [self](caf::flush_atom) {
       self->state.flush_scheduled = false;

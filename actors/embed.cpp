@@ -14,6 +14,7 @@
 
 #include <caf/all.hpp>
 
+#include "actors/log_handlers.hpp"
 #include "actors/pool.hpp"
 #include "actors/runtime_config.hpp"
 #include "actors/session.hpp"
@@ -88,6 +89,7 @@ holder_event to_holder_event(const pool_event& ev) {
 
 caf::behavior relay(relay_ptr self, pool_actor pool) {
   self->state.pool = pool;
+  log_instead_of_printing(self);
   // Until the pool names this connection, calls wait in the mailbox.
   self->request(pool, caf::infinite, attach_atom::value, caf::actor{self})
     .await([self](uint64_t id) { self->state.connection = id; },

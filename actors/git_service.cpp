@@ -1,61 +1,19 @@
 #include "actors/git_service.hpp"
 
-#include <algorithm>
-#include <deque>
-#include <fstream>
-#include <map>
-#include <optional>
-#include <set>
+#include <memory>
 
 #include <caf/all.hpp>
-#include <git2.h>
-#include <spdlog/spdlog.h>
 
-#include "src/git/git.hpp"
-#include "src/git/handle.hpp"
-#include "src/scope/coverage.hpp"
-
-namespace fs = std::filesystem;
+#include "src/git/workspace.hpp"
 
 namespace taskforce {
-
-std::string task_branch(const std::string& run_id, const std::string& task_id) {
-  return "taskforce/" + run_id + "/" + task_id;
-}
-
-fs::path task_worktree(const fs::path& root, const std::string& run_id,
-                       const std::string& task_id) {
-  return root / ".taskforce" / "worktrees" / run_id / task_id;
-}
-
-std::string commit_in_place(git::repository& repo,
-                            const std::vector<std::string>& scope,
-                            const std::string& message) {
-  scope::coverage cover{scope};
-  std::vector<std::string> mine;
-  for (auto& path : git::changed_paths(repo))
-    if (scope.empty() || cover.covers(path))
-      mine.push_back(path);
-  if (mine.empty())
-    return "";
-  auto head = git::head_commit(repo);
-  auto tip = git::commit_only(repo, mine, message);
-  return head && tip == *head ? "" : tip;
-}
 
 namespace {
 
 struct git_state {
   static inline const char* name = "git_service";
-
-  /// The service's setup (the main repository, moved in at spawn).
-  git_service_setup setup{git::repository{nullptr}, {}, {}, {}, true, {}};
-  /// Clean worktrees whose work is merged, ready for the next task.
-  std::deque<fs::path> spares;
-  /// Worktrees given to an attempt and not yet merged: never reused.
-  std::set<std::string> leased;
-  /// The checkouts attempts run in in place, as they were before.
-  std::map<std::string, git::checkout_snapshot> snapshots;
+  /// The run's worktrees and checks (made at spawn, on the actor's thread).
+  std::unique_ptr<git::workspace> space;
 };
 
 using self_ptr = git_actor::stateful_pointer<git_state>;
@@ -64,585 +22,69 @@ caf::error fail(const std::string& what) {
   return caf::make_error(run_errc::git_failure, what);
 }
 
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += ", ";
-    out += x;
-  }
-  return out;
-}
-
-bool is_worktree_at(git::repository& repo, const fs::path& path,
-                    std::string* branch) {
-  for (auto& wt : git::list_worktrees(repo)) {
-    std::error_code ec;
-    if (fs::equivalent(wt.path, path, ec)) {
-      if (branch != nullptr)
-        *branch = wt.branch;
-      return true;
-    }
-  }
-  return false;
-}
-
-// Whether the worktree at `path` may be reset for another task: it is on
-// one of our branches and was not set aside because an attempt moved its
-// HEAD (see check_worktree).
-bool reusable(self_ptr self, const fs::path& path) {
-  for (auto& wt : git::list_worktrees(self->state.setup.repo)) {
-    std::error_code ec;
-    if (fs::equivalent(wt.path, path, ec))
-      return !wt.kept && wt.branch.rfind("taskforce/", 0) == 0;
-  }
-  return false;
-}
-
-// A folder in our worktree area that git does not know as a worktree holds
-// no git work; it is moved aside rather than deleted all the same.
-void move_aside(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec))
-    return;
-  if (fs::is_empty(path, ec)) {
-    fs::remove(path, ec);
-    return;
-  }
-  auto aside = path;
-  aside += ".orphan-" + std::to_string(::time(nullptr));
-  fs::rename(path, aside, ec);
-}
-
-// A worktree being created or reset is marked until it is complete: a kill
-// in the middle leaves a half checkout that must never be taken for a kept
-// worktree (no worker ran in it yet, so it holds no work).
-fs::path marker_for(self_ptr self, const fs::path& wt) {
-  auto name = wt.string();
-  for (auto& c : name)
-    if (c == '/')
-      c = '_';
-  return self->state.setup.root / ".taskforce" / "preparing" / name;
-}
-
-struct preparing {
-  fs::path marker;
-  preparing(fs::path m, const fs::path& wt) : marker(std::move(m)) {
-    std::error_code ec;
-    fs::create_directories(marker.parent_path(), ec);
-    std::ofstream out(marker);
-    out << wt.string() << '\n';
-    out.flush();
-  }
-  ~preparing() {
-    std::error_code ec;
-    fs::remove(marker, ec);
-  }
-};
-
-void drop_half_prepared(self_ptr self) {
-  auto dir = self->state.setup.root / ".taskforce" / "preparing";
-  std::error_code ec;
-  if (!fs::is_directory(dir, ec))
-    return;
-  auto& repo = self->state.setup.repo;
-  for (auto& e : fs::directory_iterator(dir, ec)) {
-    std::ifstream in(e.path());
-    std::string path;
-    std::getline(in, path);
-    try {
-      std::string branch;
-      if (!path.empty() && is_worktree_at(repo, path, &branch)) {
-        spdlog::info("removing half-prepared worktree {}", path);
-        git::remove_worktree(repo, path, true);
-      } else if (!path.empty()) {
-        move_aside(path);
-      }
-      git::prune_worktrees(repo);
-    } catch (const std::exception& x) {
-      spdlog::warn("cannot remove half-prepared worktree {}: {}", path,
-                   x.what());
-    }
-    fs::remove(e.path(), ec);
-  }
-}
-
-worktree_lease lease(self_ptr self, const worktree_request& req) {
-  auto& st = self->state;
-  auto& repo = st.setup.repo;
-  auto branch = task_branch(req.run_id, req.task_id);
-  auto path = req.known_path.empty()
-                ? task_worktree(st.setup.root, req.run_id, req.task_id)
-                : fs::path{req.known_path};
-  // Where the task's branch is checked out is the truth; the ledger's path
-  // may lag behind a kill.
-  std::optional<fs::path> existing;
-  for (auto& wt : git::list_worktrees(repo))
-    if (wt.branch == branch && !wt.kept)
-      existing = wt.path;
-  if (existing && !req.fresh) {
-    // The kept worktree of an earlier (interrupted or failed) attempt.
-    st.leased.insert(existing->string());
-    return {existing->string(), branch, true,
-            git::branch_tip(repo, branch).value_or("")};
-  }
-  if (existing && req.fresh) {
-    st.leased.erase(existing->string());
-    git::remove_worktree(repo, existing->string(), true);
-    auto tip = git::branch_tip(repo, branch);
-    auto base = git::branch_tip(repo, st.setup.base_branch);
-    if (tip && base && !git::is_ancestor(repo, *tip, *base))
-      spdlog::info("fresh worktree for {}: dropping unmerged {}", req.task_id,
-                   branch);
-    git::delete_branch(repo, branch);
-  }
-  auto base = git::branch_tip(repo, st.setup.base_branch);
-  if (!base)
-    throw git::error("lease a worktree for " + req.task_id,
-                     "base branch " + st.setup.base_branch + " has no commit");
-  while (!st.spares.empty()) {
-    auto spare = st.spares.front();
-    st.spares.pop_front();
-    if (st.leased.count(spare.string()) > 0 || !reusable(self, spare))
-      continue;
-    preparing mark{marker_for(self, spare), spare};
-    auto r = git::reuse_worktree(repo, spare, branch, *base);
-    if (r.status == git::reuse_result::outcome::reused) {
-      if (!r.previous_branch.empty() && r.previous_branch != branch)
-        if (auto tip = git::branch_tip(repo, r.previous_branch);
-            tip && git::is_ancestor(repo, *tip, *base))
-          git::delete_branch(repo, r.previous_branch);
-      st.leased.insert(spare.string());
-      return {spare.string(), branch, true, *base};
-    }
-    if (r.status == git::reuse_result::outcome::branch_has_work)
-      break; // the task's own branch holds work: never reset it
-  }
-  // A branch holding work checked out nowhere (its worktree was kept when
-  // an attempt moved HEAD) goes on from its tip; any other from the base.
-  auto from = *base;
-  if (auto tip = git::branch_tip(repo, branch);
-      tip && !git::is_ancestor(repo, *tip, *base))
-    from = *tip;
-  path = task_worktree(st.setup.root, req.run_id, req.task_id);
-  for (int n = 2; is_worktree_at(repo, path, nullptr); ++n) {
-    // Our folder holds another branch's worktree (it was reused): reset it
-    // if its work is merged, else leave it alone and go next door.
-    if (st.leased.count(path.string()) == 0 && from == *base
-        && reusable(self, path)) {
-      preparing mark{marker_for(self, path), path};
-      auto r = git::reuse_worktree(repo, path, branch, *base);
-      if (r.status == git::reuse_result::outcome::reused) {
-        st.leased.insert(path.string());
-        return {path.string(), branch, true, *base};
-      }
-    }
-    path = task_worktree(st.setup.root, req.run_id,
-                         req.task_id + "-" + std::to_string(n));
-  }
-  move_aside(path);
-  git::prune_worktrees(repo);
-  fs::create_directories(path.parent_path());
-  preparing mark{marker_for(self, path), path};
-  // An admin folder left by a creation that was killed half way names no
-  // usable worktree: it would block the name.
-  auto admin = repo.common_dir() / "worktrees" / git::worktree_name_for(branch);
-  bool admin_in_use = false;
-  for (auto& wt : git::list_worktrees(repo))
-    admin_in_use |= wt.name == admin.filename().string();
-  std::error_code ec;
-  if (!admin_in_use && fs::exists(admin, ec))
-    fs::remove_all(admin, ec);
-  auto info = git::create_worktree(repo, path, branch, from);
-  st.leased.insert(info.path.string());
-  return {info.path.string(), branch, false, from};
-}
-
-// -- scope checks -------------------------------------------------------------
-
-std::string short_id(const std::string& commit) {
-  return commit.substr(0, 12);
-}
-
-std::string kept_ref(const scope_request& req) {
-  return "refs/taskforce/kept/" + req.run_id + "/" + req.task_id + "/attempt-"
-         + std::to_string(req.attempt);
-}
-
-std::string describe_head(const git::head_info& head) {
-  const std::string heads = "refs/heads/";
-  if (head.ref.empty())
-    return "a detached HEAD at " + short_id(head.commit);
-  if (head.ref.rfind(heads, 0) == 0)
-    return "branch " + head.ref.substr(heads.size());
-  return head.ref;
-}
-
-// Keeps `commit` reachable unless `from` already reaches it; adds what it
-// did to `kept`.
-void keep(git::repository& repo, const std::string& name,
-          const std::string& commit, const std::string& from,
-          std::vector<std::string>& kept) {
-  if (commit.empty() || commit == from
-      || (!from.empty() && git::is_ancestor(repo, commit, from)))
-    return;
-  kept.push_back("commit " + short_id(commit) + " is kept as "
-                 + git::pin_commit(repo, name, commit));
-}
-
-// Every path a task branch brings into the base, plus its working tree.
-scope_report worktree_changes(self_ptr self, git::repository& wt,
-                              const std::string& tip) {
-  auto& repo = self->state.setup.repo;
-  scope_report out;
-  auto base = git::branch_tip(repo, self->state.setup.base_branch);
-  if (base)
-    if (auto fork = git::merge_base(repo, *base, tip))
-      out.paths = git::paths_between(repo, *fork, tip);
-  for (auto& path : git::changed_paths(wt))
-    out.paths.push_back(path);
-  std::sort(out.paths.begin(), out.paths.end());
-  out.paths.erase(std::unique(out.paths.begin(), out.paths.end()),
-                  out.paths.end());
-  return out;
-}
-
-// A worktree's HEAD must still be the task's branch, and the branch must
-// still descend from where the attempt began. Otherwise nothing is merged,
-// nothing is lost: the work is pinned, the worktree left as it is (never
-// reused), and the branch put back where the attempt began, so the next
-// attempt starts from there in a worktree of its own.
-scope_report check_worktree(self_ptr self, const scope_request& req) {
-  auto& st = self->state;
-  auto& repo = st.setup.repo;
-  auto wt = git::open(req.checkout);
-  auto head = git::head_of(wt);
-  auto tip = git::branch_tip(repo, req.branch);
-  bool on_branch = head.ref == "refs/heads/" + req.branch;
-  bool descends
-    = tip && (req.start.empty() || git::is_ancestor(repo, req.start, *tip));
-  if (on_branch && descends)
-    return worktree_changes(self, wt, *tip);
-  std::string what = "HEAD of " + req.checkout + " ";
-  if (!on_branch)
-    what += "left " + req.branch + " for " + describe_head(head);
-  else if (!tip)
-    what += "is on " + req.branch + ", which is gone";
-  else
-    what += "is on " + req.branch + ", which was moved to " + short_id(*tip)
-            + ", away from " + short_id(req.start) + " where the attempt began";
-  // The branch stays where it is when it still descends from the start.
-  auto restore_to = descends ? *tip : req.start;
-  std::vector<std::string> kept;
-  keep(repo, kept_ref(req), head.commit, restore_to, kept);
-  if (tip && *tip != head.commit)
-    keep(repo, kept_ref(req) + "-branch", *tip, restore_to, kept);
-  // A task's branch checked out in the kept worktree would keep that task
-  // (this one, once its branch is put back, or another one the worker
-  // took) from a worktree of its own: HEAD detaches at the same commit,
-  // no file changes.
-  bool detach
-    = !head.commit.empty()
-      && (on_branch || head.ref.rfind("refs/heads/taskforce/", 0) == 0);
-  if (detach)
-    git::point_head(wt, "", head.commit);
-  if (!descends && !restore_to.empty())
-    git::move_branch(repo, req.branch, tip.value_or(""), restore_to);
-  git::keep_worktree(repo, req.checkout);
-  st.leased.erase(req.checkout);
-  st.spares.erase(
-    std::remove(st.spares.begin(), st.spares.end(), fs::path{req.checkout}),
-    st.spares.end());
-  scope_report out;
-  out.moved = what + "; nothing of it is merged";
-  for (auto& k : kept)
-    out.moved += "; " + k;
-  out.moved += "; the worktree is left as it is";
-  if (detach)
-    out.moved += " (its HEAD detached at " + short_id(head.commit) + ")";
-  out.moved += ", and the next attempt starts from " + req.branch + " at "
-               + short_id(restore_to.empty() ? head.commit : restore_to)
-               + " in a worktree of its own";
-  return out;
-}
-
-// In place, HEAD must still be the branch it was, at the commit it was: a
-// worker that commits or switches branches there writes the base branch
-// unchecked. HEAD and the branch are put back (the files and the index
-// stay as the worker left them, so its changes show as uncommitted), and
-// its commits are pinned.
-scope_report check_in_place(self_ptr self, const scope_request& req) {
-  auto& st = self->state;
-  auto found = st.snapshots.find(req.checkout);
-  if (found == st.snapshots.end())
-    throw std::runtime_error("no snapshot of " + req.checkout
-                             + " was taken before the attempt");
-  auto& before = found->second;
-  std::optional<git::repository> other;
-  if (!fs::equivalent(req.checkout, st.setup.root))
-    other.emplace(git::open(req.checkout));
-  auto& repo = other ? *other : st.setup.repo;
-  scope_report out;
-  out.paths = git::changed_since(repo, before);
-  auto head = git::head_of(repo);
-  const std::string heads = "refs/heads/";
-  auto branch = before.head.ref.rfind(heads, 0) == 0
-                  ? before.head.ref.substr(heads.size())
-                  : std::string{};
-  auto tip = branch.empty() ? std::optional<std::string>{}
-                            : git::branch_tip(repo, branch);
-  bool moved_branch = !branch.empty() && tip != before.head.commit;
-  if (head.ref == before.head.ref && head.commit == before.head.commit
-      && !moved_branch)
-    return out;
-  std::vector<std::string> kept;
-  auto name = kept_ref(req);
-  keep(repo, name, head.commit, before.head.commit, kept);
-  if (tip && *tip != head.commit)
-    keep(repo, name + "-branch", *tip, before.head.commit, kept);
-  if (moved_branch && !before.head.commit.empty())
-    git::move_branch(repo, branch, tip.value_or(""), before.head.commit);
-  if (head.ref != before.head.ref || head.ref.empty())
-    git::point_head(repo, before.head.ref, before.head.commit);
-  if (head.ref != before.head.ref)
-    out.moved = "HEAD of the main checkout left " + describe_head(before.head)
-                + " for " + describe_head(head);
-  else
-    out.moved = "HEAD of the main checkout moved from "
-                + short_id(before.head.commit) + " to "
-                + short_id(head.commit.empty() ? "none" : head.commit);
-  if (moved_branch && head.ref != before.head.ref)
-    out.moved
-      += ", and " + branch + " moved to " + short_id(tip.value_or("none"));
-  out.moved += "; nothing is committed in place: HEAD is back on "
-               + describe_head(before.head) + " at "
-               + short_id(before.head.commit);
-  if (head.commit != before.head.commit || moved_branch)
-    out.moved += ", and what the commits changed is left uncommitted in the "
-                 "checkout";
-  for (auto& k : kept)
-    out.moved += "; " + k;
-  return out;
-}
-
-merge_outcome integrate(self_ptr self, const merge_request& req);
-
-// The service's own commits on the main checkout's HEAD are no attempt's
-// doing: a snapshot of an attempt running in place meanwhile (a task that
-// got no worktree) follows them.
-merge_outcome merge(self_ptr self, const merge_request& req) {
-  auto& st = self->state;
-  auto before = git::head_of(st.setup.repo);
-  auto out = integrate(self, req);
-  auto after = git::head_of(st.setup.repo);
-  if (after.commit != before.commit)
-    for (auto& [path, snap] : st.snapshots)
-      if (snap.head.ref == before.ref && snap.head.commit == before.commit)
-        snap.head.commit = after.commit;
-  return out;
-}
-
-merge_outcome integrate(self_ptr self, const merge_request& req) {
-  auto& st = self->state;
-  auto& repo = st.setup.repo;
-  auto message = "taskforce: " + req.task_id + ": " + req.title;
-  merge_outcome out;
-  if (req.branch.empty()) {
-    // In place (useWorktrees: false): commit the task's scope right here.
-    auto commit = commit_in_place(repo, req.scope, message);
-    out.end = commit.empty() ? run::merge_end::empty : run::merge_end::merged;
-    out.merge_commit
-      = commit.empty() ? git::head_commit(repo).value_or("") : commit;
-    return out;
-  }
-  std::error_code ec;
-  fs::path wt{req.worktree};
-  bool have_worktree
-    = !req.worktree.empty() && is_worktree_at(repo, wt, nullptr);
-  if (have_worktree) {
-    auto tree = git::open(wt);
-    // The attempt's checks saw HEAD on the branch; anything since (a
-    // process left behind) must not slip work past them.
-    if (git::head_of(tree).ref != "refs/heads/" + req.branch) {
-      out.end = run::merge_end::error;
-      out.message = "HEAD of " + wt.string() + " is no longer on " + req.branch
-                    + "; nothing was merged";
-      return out;
-    }
-    git::commit_all(tree, message);
-  }
-  auto tip = git::branch_tip(repo, req.branch);
-  if (!tip) {
-    out.end = run::merge_end::error;
-    out.message = "branch " + req.branch + " is gone";
-    return out;
-  }
-  auto done_with_worktree = [&] {
-    if (!have_worktree || !req.cleanup)
-      return;
-    st.leased.erase(wt.string());
-    if (st.setup.reuse_worktrees) {
-      if (std::find(st.spares.begin(), st.spares.end(), wt) == st.spares.end())
-        st.spares.push_back(wt);
-      return;
-    }
-    try {
-      git::remove_worktree(repo, wt.string(), false);
-      git::delete_branch(repo, req.branch);
-    } catch (const git::error& e) {
-      spdlog::warn("keeping worktree {}: {}", wt.string(), e.what());
-    }
-  };
-  if (auto merged = git::merged_commit(repo, *tip, st.setup.base_branch)) {
-    out.end = *merged == *tip ? run::merge_end::empty : run::merge_end::merged;
-    out.merge_commit = *merged;
-    done_with_worktree();
-    if (!have_worktree && req.cleanup)
-      git::delete_branch(repo, req.branch);
-    return out;
-  }
-  auto r = git::merge_into_base(repo, req.branch, st.setup.base_branch,
-                                "Merge " + req.branch + ": " + req.title);
-  using oc = git::merge_result::outcome;
-  switch (r.status) {
+run::merge_end end_of(git::integration::outcome x) {
+  using oc = git::integration::outcome;
+  switch (x) {
     case oc::merged:
-    case oc::already_merged:
-      out.end = run::merge_end::merged;
-      out.merge_commit = r.commit;
-      done_with_worktree();
-      break;
+    case oc::already_merged: return run::merge_end::merged;
+    case oc::empty: return run::merge_end::empty;
     case oc::conflict:
-      out.end = run::merge_end::conflict;
-      out.paths = r.paths;
-      out.message = "merge conflict in " + join(r.paths) + " (branch "
-                    + req.branch + " kept)";
-      break;
-    case oc::dirty_checkout:
-      out.end = run::merge_end::conflict;
-      out.paths = r.paths;
-      out.message = "main checkout has uncommitted changes to " + join(r.paths)
-                    + " (nothing overwritten)";
-      break;
+    case oc::dirty: return run::merge_end::conflict;
+    case oc::not_merged: return run::merge_end::not_merged;
+    case oc::error: break;
   }
-  return out;
+  return run::merge_end::error;
 }
 
-/// Whether the task's work is in the base already (merged by hand while
-/// it waited in review); changes nothing. Work still uncommitted in the
-/// task's worktree is not merged, whatever its branch says.
-merge_outcome check_merged(self_ptr self, const merge_request& req) {
-  auto& repo = self->state.setup.repo;
+merge_outcome outcome_of(git::integration r) {
   merge_outcome out;
-  out.end = run::merge_end::not_merged;
-  if (req.branch.empty())
-    return out;
-  fs::path wt{req.worktree};
-  if (!req.worktree.empty() && is_worktree_at(repo, wt, nullptr)) {
-    auto tree = git::open(wt);
-    if (!git::changed_paths(tree).empty())
-      return out;
-  }
-  auto tip = git::branch_tip(repo, req.branch);
-  if (!tip) {
-    out.message = "branch " + req.branch + " is gone";
-    return out;
-  }
-  if (auto merged
-      = git::merged_commit(repo, *tip, self->state.setup.base_branch)) {
-    out.end = run::merge_end::merged;
-    out.merge_commit = *merged;
-  }
+  out.end = end_of(r.status);
+  out.merge_commit = std::move(r.commit);
+  out.paths = std::move(r.paths);
+  out.message = std::move(r.message);
   return out;
 }
 
-bool finish(self_ptr self) {
-  auto& st = self->state;
-  st.spares.clear();
-  remove_merged_leftovers(st.setup.repo, st.setup.base_branch, st.setup.run_id,
-                          st.leased);
-  return true;
+git::integration_request integration_of(const merge_request& req) {
+  return {req.task_id, req.title,   req.worktree,
+          req.branch,  req.cleanup, req.scope};
 }
 
 } // namespace
 
-void remove_merged_leftovers(git::repository& repo,
-                             const std::string& base_branch,
-                             const std::string& run_id,
-                             const std::set<std::string>& leased) {
-  auto base = git::branch_tip(repo, base_branch);
-  if (!base)
-    return;
-  // Worktrees of this run whose branch is merged: clean ones go (spares,
-  // done tasks, a clean interrupted one); one holding changes stays.
-  auto prefix = "taskforce/" + run_id + "/";
-  std::set<std::string> checked_out;
-  for (auto& wt : git::list_worktrees(repo)) {
-    checked_out.insert(wt.branch);
-    if (wt.branch.rfind(prefix, 0) != 0 || leased.count(wt.path.string())
-        || wt.kept)
-      continue;
-    auto tip = git::branch_tip(repo, wt.branch);
-    if (!tip || !git::is_ancestor(repo, *tip, *base))
-      continue;
-    try {
-      git::remove_worktree(repo, wt.path.string(), false);
-      checked_out.erase(wt.branch);
-      std::error_code ec;
-      fs::remove(wt.path.parent_path(), ec); // the run folder, when empty
-    } catch (const git::error& e) {
-      spdlog::info("keeping worktree {}: {}", wt.path.string(), e.what());
-    }
-  }
-  // Branches of this run that are merged and checked out nowhere.
-  for (auto& b : git::list_branches(repo, prefix))
-    if (checked_out.count(b.name) == 0 && git::is_ancestor(repo, b.tip, *base))
-      git::delete_branch(repo, b.name);
-}
-
-git_actor::behavior_type
-git_service(git_actor::stateful_pointer<git_state> self,
-            git_service_setup setup) {
-  self->state.setup = std::move(setup);
-  drop_half_prepared(self);
-  for (auto& p : self->state.setup.spares)
-    if (std::find(self->state.spares.begin(), self->state.spares.end(), p)
-        == self->state.spares.end())
-      self->state.spares.push_back(p);
+git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
+  self->state.space = std::make_unique<git::workspace>(
+    std::move(setup.repo), std::move(setup.root), std::move(setup.base_branch),
+    std::move(setup.run_id), setup.reuse_worktrees, setup.spares);
+  auto& space = *self->state.space;
   return {
-    [self](lease_atom, worktree_request& req) -> caf::result<worktree_lease> {
+    [&space](lease_atom, worktree_request& req) -> caf::result<worktree_lease> {
       try {
-        return lease(self, req);
+        auto l = space.lease_worktree(req.task_id, req.fresh, req.known_path);
+        return worktree_lease{l.path, l.branch, l.reused, l.start};
       } catch (const std::exception& e) {
         return fail(e.what());
       }
     },
-    [self](snapshot_atom, std::string& path) -> caf::result<std::string> {
+    [&space](snapshot_atom, std::string& path) -> caf::result<std::string> {
       try {
-        auto& st = self->state;
-        auto snap = fs::equivalent(path, st.setup.root)
-                      ? git::take_snapshot(st.setup.repo)
-                      : [&] {
-                          auto other = git::open(path);
-                          return git::take_snapshot(other);
-                        }();
-        auto head = snap.head.commit;
-        st.snapshots[path] = std::move(snap);
-        return head;
+        return space.snapshot(path);
       } catch (const std::exception& e) {
         return fail(e.what());
       }
     },
-    [self](changed_atom, scope_request& req) -> caf::result<scope_report> {
+    [&space](changed_atom, scope_request& req) -> caf::result<scope_report> {
       try {
-        return req.branch.empty() ? check_in_place(self, req)
-                                  : check_worktree(self, req);
+        auto c = space.check({req.run_id, req.task_id, req.attempt,
+                              req.checkout, req.branch, req.start});
+        return scope_report{std::move(c.paths), std::move(c.moved)};
       } catch (const std::exception& e) {
         return fail(e.what());
       }
     },
-    [self](merge_atom, merge_request& req) -> caf::result<merge_outcome> {
+    [&space](merge_atom, merge_request& req) -> caf::result<merge_outcome> {
       try {
-        return merge(self, req);
+        return outcome_of(space.integrate(integration_of(req)));
       } catch (const std::exception& e) {
         merge_outcome out;
         out.end = run::merge_end::error;
@@ -650,33 +92,25 @@ git_service(git_actor::stateful_pointer<git_state> self,
         return out;
       }
     },
-    [self](check_atom, merge_request& req) -> caf::result<merge_outcome> {
+    [&space](check_atom, merge_request& req) -> caf::result<merge_outcome> {
       try {
-        return check_merged(self, req);
+        return outcome_of(space.check_merged(integration_of(req)));
       } catch (const std::exception& e) {
         return fail(e.what());
       }
     },
-    [self](discard_atom, std::string& run,
-           std::string& task) -> caf::result<bool> {
+    [&space](discard_atom, std::string& run,
+             std::string& task) -> caf::result<bool> {
       try {
-        auto& repo = self->state.setup.repo;
-        auto branch = task_branch(run, task);
-        bool removed = false;
-        for (auto& wt : git::list_worktrees(repo))
-          if (wt.branch == branch) {
-            self->state.leased.erase(wt.path.string());
-            removed |= git::remove_worktree(repo, wt.path.string(), true);
-          }
-        removed |= git::delete_branch(repo, branch);
-        return removed;
+        return space.discard(run, task);
       } catch (const std::exception& e) {
         return fail(e.what());
       }
     },
-    [self](finished_atom) -> caf::result<bool> {
+    [&space](finished_atom) -> caf::result<bool> {
       try {
-        return finish(self);
+        space.finish();
+        return true;
       } catch (const std::exception& e) {
         return fail(e.what());
       }

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/log_handlers.hpp"
 #include "src/time/duration.hpp"
 
 namespace taskforce {
@@ -108,6 +109,7 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
   st.core = std::make_unique<pool::admission>(std::move(cfg));
   st.watchdog = std::move(wd);
   st.owns_watchdog = owns_watchdog;
+  log_instead_of_printing(self);
   // A listener that exits closes its connections.
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;

@@ -2,6 +2,8 @@
 
 #include <caf/all.hpp>
 
+#include "actors/log_handlers.hpp"
+
 namespace taskforce {
 
 session_actor::behavior_type
@@ -10,16 +12,29 @@ session(session_actor::stateful_pointer<session_state> self, std::string name,
   self->state.session = std::move(name);
   self->state.pool = pool;
   self->state.connection = connection;
+  log_instead_of_printing(self);
+  // A pool that goes away answers nothing more: every call still waiting
+  // fails now, and the session ends with it.
+  self->monitor(pool);
+  self->set_down_handler([self](caf::down_msg& msg) {
+    if (msg.source != self->state.pool.address())
+      return;
+    auto waiting = std::move(self->state.waiting);
+    for (auto& [holder, rp] : waiting)
+      rp.deliver(caf::make_error(errc::shutting_down, "the pool is gone"));
+    self->quit(msg.reason);
+  });
   return {
     // -- calls ---------------------------------------------------------------
     [=](acquire_atom, std::string& holder, holder_kind kind, std::string& tool,
         std::string& parent, std::string& child) -> caf::result<grant> {
       auto& st = self->state;
-      acquire_request req{st.session, holder, kind, child, parent, tool,
-                          st.connection};
+      acquire_request req{st.session, holder, kind,         child,
+                          parent,     tool,   st.connection};
       auto rp = self->make_response_promise<grant>();
       // Remembered while it waits, so disposal cancels the wait too.
       st.holders.emplace(holder, kind);
+      st.waiting[holder] = rp;
       if (!child.empty())
         st.children.insert(child);
       self->request(st.pool, caf::infinite, acquire_atom::value, req)
@@ -27,10 +42,12 @@ session(session_actor::stateful_pointer<session_state> self, std::string name,
           [=](grant& g) mutable {
             if (!g.counted)
               self->state.holders.erase(req.holder);
+            self->state.waiting.erase(req.holder);
             rp.deliver(g);
           },
           [=](caf::error& err) mutable {
             self->state.holders.erase(req.holder);
+            self->state.waiting.erase(req.holder);
             rp.deliver(err);
           });
       return rp;
@@ -44,7 +61,8 @@ session(session_actor::stateful_pointer<session_state> self, std::string name,
       self->state.children.insert(child);
       return self->delegate(self->state.pool, bind_atom::value, holder, child);
     },
-    // -- session life ----------------------------------------------------------
+    // -- session life
+    // ----------------------------------------------------------
     [=](caf::idle_atom) {
       return self->delegate(self->state.pool, caf::idle_atom::value,
                             self->state.session);

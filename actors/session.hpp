@@ -23,6 +23,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_actor.hpp>
+#include <caf/typed_response_promise.hpp>
 
 #include "messages/interfaces.hpp"
 
@@ -62,6 +63,10 @@ struct session_state {
 
   /// The child sessions its background calls run in.
   std::set<std::string> children;
+
+  /// Calls waiting for the pool's grant: failed with shutting_down if the
+  /// pool goes away first (a promise the pool held dies unanswered).
+  std::map<std::string, caf::typed_response_promise<grant>> waiting;
 };
 
 /// The session actor's behaviour.

@@ -1,6 +1,8 @@
 #include "actors/stdio_transport.hpp"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <string>
 
 #include <poll.h>
@@ -9,19 +11,42 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "messages/type_ids.hpp"
+
 namespace taskforce {
 
 namespace {
 
 constexpr size_t chunk_bytes = 64 * 1024;
 
-/// Writes all of `data`; false once the other side is gone.
-bool write_all(int fd, const std::string& data) {
+/// The most one write hands to the kernel: a pipe that polls writable
+/// takes this much without blocking.
+constexpr size_t write_piece = PIPE_BUF;
+
+/// Writes all of `data` to `fd`, waiting for it to become writable; false
+/// once the reader is gone, or when `wake_fd` turns readable (shutdown)
+/// while the reader does not take more.
+bool write_all(int fd, int wake_fd, const std::string& data) {
   size_t done = 0;
   while (done < data.size()) {
-    auto n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
+    pollfd fds[2] = {{fd, POLLOUT, 0}, {wake_fd, POLLIN, 0}};
+    auto rc = ::poll(fds, wake_fd >= 0 ? 2 : 1, -1);
+    if (rc < 0) {
       if (errno == EINTR)
+        continue;
+      return false;
+    }
+    if ((fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0)
+      return false;
+    if ((fds[0].revents & POLLOUT) == 0) {
+      if (wake_fd >= 0 && (fds[1].revents & POLLIN) != 0)
+        return false;
+      continue;
+    }
+    auto n = ::write(fd, data.data() + done,
+                     std::min(write_piece, data.size() - done));
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN)
         continue;
       return false;
     }
@@ -30,16 +55,23 @@ bool write_all(int fd, const std::string& data) {
   return true;
 }
 
-caf::behavior fd_writer(caf::event_based_actor* self, int fd) {
+caf::behavior fd_writer(caf::event_based_actor* self, int fd, int wake_fd) {
   auto broken = std::make_shared<bool>(false);
+  self->set_default_handler(caf::drop);
   return {
     [=](const std::string& chunk) {
-      if (!*broken && !write_all(fd, chunk)) {
+      if (!*broken && !write_all(fd, wake_fd, chunk)) {
         *broken = true;
-        spdlog::info("output closed by the reader; dropping further output");
+        spdlog::info("output closed by the reader (or abandoned at "
+                     "shutdown); dropping further output");
       }
+      // The sender counts what waits here: tell it this chunk is gone.
+      if (auto to = caf::actor_cast<caf::actor>(self->current_sender()))
+        self->send(to, written_atom_v, static_cast<uint64_t>(chunk.size()));
     },
-    [=](caf::close_atom) { self->quit(); },
+    [=](caf::close_atom) {
+      self->quit();
+    },
   };
 }
 
@@ -65,7 +97,9 @@ void fd_reader(caf::blocking_actor* self, int fd, int wake_fd,
       break;
     self->request(bridge, caf::infinite, buffer.substr(0, n))
       .receive([](caf::ok_atom) {},
-               [&](caf::error&) { bridge_alive = false; });
+               [&](caf::error&) {
+                 bridge_alive = false;
+               });
   }
   if (bridge_alive)
     self->send(bridge, caf::close_atom::value);
@@ -73,8 +107,8 @@ void fd_reader(caf::blocking_actor* self, int fd, int wake_fd,
 
 } // namespace
 
-caf::actor spawn_fd_writer(caf::actor_system& sys, int fd) {
-  return sys.spawn<caf::detached>(fd_writer, fd);
+caf::actor spawn_fd_writer(caf::actor_system& sys, int fd, int wake_fd) {
+  return sys.spawn<caf::detached>(fd_writer, fd, wake_fd);
 }
 
 caf::actor spawn_fd_reader(caf::actor_system& sys, int fd, int wake_fd,

@@ -1,36 +1,93 @@
 #include "actors/tcp_transport.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
+
+#include <sys/socket.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/bridge.hpp"
+#include "actors/log_handlers.hpp"
 
 namespace taskforce {
 
 namespace {
 
+/// The most one read hands to the bridge.
 constexpr size_t read_chunk = 64 * 1024;
 
+/// How long a connection the server closes (its bridge finished, e.g. at
+/// shutdown) may take to read its last answers before the socket is shut
+/// down under them; a client that never reads would otherwise keep the
+/// server from exiting.
+constexpr auto close_linger = std::chrono::seconds(2);
+
+// One connection: the socket is read one chunk at a time, and read again
+// only once the bridge answered `ok` for the last one (it withholds that
+// while the connection does not read its answers). Every write is
+// acknowledged by CAF (ack_writes), and the bridge learns how many bytes
+// left the buffer.
 caf::behavior tcp_connection(caf::io::broker* self,
                              caf::io::connection_handle hdl, pool_actor pool,
                              pool_config cfg) {
+  log_instead_of_printing(self);
   self->configure_read(hdl, caf::io::receive_policy::at_most(read_chunk));
-  auto peer = self->remote_addr(hdl) + ":"
-              + std::to_string(self->remote_port(hdl));
+  self->ack_writes(hdl, true);
+  self->trigger(hdl, 1);
+  auto peer
+    = self->remote_addr(hdl) + ":" + std::to_string(self->remote_port(hdl));
   spdlog::info("connection from {}", peer);
   auto bridge = spawn_bridge(self->system(), pool, cfg, caf::actor{self});
   self->monitor(bridge);
+  // Output handed to CAF and not yet written to the socket.
+  auto unsent = std::make_shared<uint64_t>(0);
+  auto closing = std::make_shared<bool>(false);
+  // Closes once the output is out, or after close_linger by shutting the
+  // socket down (CAF's own close waits for the output forever).
+  auto close = [=] {
+    if (*unsent == 0) {
+      self->quit();
+    } else if (!*closing) {
+      *closing = true;
+      self->delayed_send(self, close_linger, caf::timeout_atom::value);
+    }
+  };
   // A bridge that is gone (server shutdown) closes the socket.
-  self->set_down_handler([self](caf::down_msg&) { self->quit(); });
+  self->set_down_handler([close](caf::down_msg&) {
+    close();
+  });
   return {
     [=](const caf::io::new_data_msg& msg) {
-      self->request(bridge, caf::infinite,
-                    std::string(msg.buf.begin(), msg.buf.end()))
-        .then([](caf::ok_atom) {}, [](caf::error&) {});
+      self
+        ->request(bridge, caf::infinite,
+                  std::string(msg.buf.begin(), msg.buf.end()))
+        .then(
+          [=](caf::ok_atom) {
+            // CAF 0.17 loses a trigger given in the event-loop round that
+            // paused the socket (the pause is applied at the round's end):
+            // resume in a later round.
+            self->backend().post([me = caf::actor{self}] {
+              caf::anon_send(me, read_atom_v);
+            });
+          },
+          [](caf::error&) {});
+    },
+    [=](read_atom) {
+      self->trigger(hdl, 1);
+    },
+    [](const caf::io::connection_passivated_msg&) {
+      // Reading paused until the bridge takes more.
+    },
+    [=](const caf::io::data_transferred_msg& msg) {
+      *unsent -= std::min<uint64_t>(msg.written, *unsent);
+      if (*closing && *unsent == 0)
+        self->quit();
+      else
+        self->send(bridge, written_atom_v, msg.written);
     },
     [=](const caf::io::connection_closed_msg&) {
       spdlog::info("connection from {} closed", peer);
@@ -39,15 +96,26 @@ caf::behavior tcp_connection(caf::io::broker* self,
       self->quit();
     },
     [=](const std::string& chunk) {
+      *unsent += chunk.size();
       self->write(hdl, chunk.size(), chunk.data());
       self->flush(hdl);
     },
-    [=](caf::close_atom) { self->quit(); },
+    [=](caf::close_atom) {
+      close();
+    },
+    [=](caf::timeout_atom) {
+      spdlog::info("connection from {}: {} bytes of output unread after {} "
+                   "s; closing it",
+                   peer, *unsent, close_linger.count());
+      ::shutdown(static_cast<int>(hdl.id()), SHUT_RDWR);
+      self->quit();
+    },
   };
 }
 
 caf::behavior tcp_acceptor(caf::io::broker* self, pool_actor pool,
                            pool_config cfg) {
+  log_instead_of_printing(self);
   return {
     [=](caf::open_atom, const std::string& host,
         uint16_t port) -> caf::result<uint16_t> {
@@ -59,7 +127,9 @@ caf::behavior tcp_acceptor(caf::io::broker* self, pool_actor pool,
     [=](const caf::io::new_connection_msg& msg) {
       self->fork(tcp_connection, msg.handle, pool, cfg);
     },
-    [=](const caf::io::acceptor_closed_msg&) { self->quit(); },
+    [=](const caf::io::acceptor_closed_msg&) {
+      self->quit();
+    },
   };
 }
 
@@ -75,8 +145,13 @@ tcp_server start_tcp_server(caf::actor_system& sys, const std::string& host,
   self
     ->request(acceptor, std::chrono::seconds(10), caf::open_atom::value, host,
               port)
-    .receive([&](uint16_t bound) { result.port = bound; },
-             [&](caf::error& err) { problem = sys.render(err); });
+    .receive(
+      [&](uint16_t bound) {
+        result.port = bound;
+      },
+      [&](caf::error& err) {
+        problem = sys.render(err);
+      });
   if (!problem.empty()) {
     self->send_exit(acceptor, caf::exit_reason::user_shutdown);
     throw std::runtime_error("cannot listen on " + host + ":"

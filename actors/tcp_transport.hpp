@@ -2,7 +2,10 @@
 // io module) that forks one connection broker per harness; each connection
 // broker owns one bridge and moves bytes between its socket and the bridge.
 // A closed socket closes the bridge (releasing everything the connection
-// holds); a finished bridge closes the socket.
+// holds); a finished bridge closes the socket. A connection is read one chunk
+// at a time, the next only once its bridge took the last one, so a harness
+// that does not read its answers stops being read; the bridge learns from
+// CAF's write acknowledgements how much of its output left the process.
 #pragma once
 
 #include <cstdint>

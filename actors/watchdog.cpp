@@ -4,12 +4,14 @@
 
 #include <caf/all.hpp>
 
+#include "actors/log_handlers.hpp"
 #include "src/time/duration.hpp"
 
 namespace taskforce {
 
 watchdog_actor::behavior_type
 watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
+  log_instead_of_printing(self);
   // An owner that exits needs no expiry; its timers would only keep it alive.
   self->set_down_handler([self](caf::down_msg& msg) {
     auto& st = self->state;

@@ -1,17 +1,16 @@
 #include "actors/worker.hpp"
 
-#include <fstream>
+#include <memory>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "src/proc/registry.hpp"
 #include "src/report/report.hpp"
-#include "src/worker/agent_preset.hpp"
-#include "src/worker/prompt.hpp"
-#include "src/worker/script.hpp"
-#include "src/scope/coverage.hpp"
-#include "src/scope/physical.hpp"
 #include "src/store/ledger.hpp"
+#include "src/worker/prompt.hpp"
+#include "src/worker/scope_check.hpp"
+#include "src/worker/script.hpp"
 
 namespace fs = std::filesystem;
 
@@ -25,363 +24,607 @@ size_t kill_leftover_workers(const fs::path& root) {
   return proc::recover_leftovers(worker_records(root).string());
 }
 
-backend_call backend_command(const worker_job& job, const backend_round& r) {
-  auto& t = job.task;
-  backend_call call;
-  if (r.backend == "shell") {
-    if (t.run.empty())
-      throw std::runtime_error("the shell worker needs a `run:` command");
-    call.argv = {"/bin/sh", "-c", t.run};
-    return call;
-  }
-  if (r.backend == "scripted") {
-    auto script = job.cfg.script_file;
-    if (script.empty())
-      throw std::runtime_error(
-        "the scripted worker needs run.scriptFile in the config");
-    if (fs::path{script}.is_relative())
-      script = (job.root / script).string();
-    call.argv = scripted_worker_argv(job.self_exe, script, t.id, r.invocation);
-    return call;
-  }
-  // agent: a preset with the composed prompt.
-  auto preset = load_agent_preset(r.preset, job.root.string());
-  prompt_request pr;
-  pr.task_id = t.id;
-  pr.title = t.title;
-  pr.body = t.body;
-  pr.files = t.files;
-  pr.verify = t.verify;
-  pr.instructions = job.cfg.worker_instructions;
-  pr.instructions_file_text = read_instructions_file(
-    job.cfg.worker_instructions_file, job.root.string());
-  pr.repair_round = static_cast<int>(r.repair);
-  pr.gate_result = r.gate_result;
-  pr.gate_tail = r.gate_tail;
-  pr.previous_failure = r.previous_failure;
-  agent_values v;
-  v.prompt = compose_prompt(pr);
-  // Outside the worktree: inside, it would count as a change of the task.
-  v.prompt_file = (r.log_dir / ("prompt-" + std::to_string(r.invocation)
-                                + ".md"))
-                    .string();
-  {
-    std::ofstream out(v.prompt_file, std::ios::binary);
-    out << v.prompt;
-  }
-  v.model = t.model.empty() ? job.cfg.worker_model : t.model;
-  v.worktree = r.cwd.string();
-  v.task_id = t.id;
-  v.title = t.title;
-  v.files = t.files;
-  auto cmd = expand_agent_preset(preset, v);
-  call.argv = std::move(cmd.argv);
-  call.env = std::move(cmd.env);
-  call.stdin_file = std::move(cmd.stdin_file);
-  return call;
-}
-
 namespace {
+
+/// How much of a turn's or a gate's output the outcome carries.
+constexpr size_t outcome_tail = 2000;
+/// How much of the start of a turn's output is searched for its session.
+constexpr size_t session_head = 8 * 1024;
 
 std::string tail_of(const std::string& text, size_t n) {
   return text.size() <= n ? text : text.substr(text.size() - n);
 }
 
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += ", ";
-    out += x;
-  }
-  return out;
-}
-
-/// The attempt, step by step, on the worker's own thread.
-class attempt_runner {
-public:
-  attempt_runner(caf::blocking_actor* self, worker_job& job)
-    : self_(self), job_(job) {
-    out_.task_id = job.task.id;
-    out_.attempt = job.attempt;
-  }
-
-  void run() {
-    try {
-      steps();
-    } catch (const std::exception& e) {
-      out_.end = run::attempt_end::failed;
-      out_.reason = e.what();
-    }
-    if (job_.cancel.cancelled() && out_.end != run::attempt_end::done) {
-      out_.end = run::attempt_end::interrupted;
-      out_.reason = "interrupted";
-    }
-    self_->send(job_.orchestrator, outcome_atom::value, out_);
-  }
-
-private:
-  void progress(attempt_phase phase, const std::string& detail) {
-    attempt_progress p{job_.task.id, job_.attempt, phase, detail, {}, {}};
-    if (phase == attempt_phase::leased) {
-      p.worktree = out_.worktree;
-      p.branch = out_.branch;
-    }
-    self_->send(job_.orchestrator, progress_atom::value, std::move(p));
-  }
-
-  bool lease() {
-    auto& cfg = job_.cfg;
-    if (!cfg.use_worktrees || cfg.mode == "assist")
-      return in_place();
-    worktree_request req{job_.run_id, job_.task.id, job_.fresh,
-                         job_.task.worktree};
-    bool ok = false;
-    std::string why;
-    self_->request(job_.git, caf::infinite, lease_atom::value, req)
-      .receive(
-        [&](worktree_lease& l) {
-          ok = true;
-          out_.worktree = l.path;
-          out_.branch = l.branch;
-          start_ = l.start;
-          cwd_ = l.path;
-        },
-        [&](caf::error& err) { why = self_->system().render(err); });
-    if (ok)
-      return true;
-    if (cfg.require_worktrees) {
-      out_.reason = "cannot create the worktree: " + why;
-      return false;
-    }
-    spdlog::warn("{}: no worktree ({}), running in place", job_.task.id, why);
-    return in_place();
-  }
-
-  /// In place, the attempt is judged against the checkout as it is now:
-  /// the git service keeps a snapshot of it.
-  bool in_place() {
-    cwd_ = job_.root;
-    std::string why;
-    self_->request(job_.git, caf::infinite, snapshot_atom::value, cwd_.string())
-      .receive([&](std::string& head) { start_ = head; },
-               [&](caf::error& err) { why = self_->system().render(err); });
-    if (why.empty())
-      return true;
-    out_.reason = "cannot take a snapshot of the checkout: " + why;
-    return false;
-  }
-
-  /// The task's scope where it lies in this checkout now: a symlink that
-  /// merged work added since the plan may lead it elsewhere, or out.
-  bool resolve_scope() {
-    scope::physical_root disk{cwd_};
-    for (auto& entry : job_.task.files) {
-      auto where = disk.resolve_entry(entry);
-      if (!where.error.empty()) {
-        out_.reason = "files: " + where.error;
-        return false;
-      }
-      scope_.push_back(where.path);
-    }
-    return true;
-  }
-
-  /// What the attempt brings so far, as the git service sees it.
-  scope_report changes() {
-    scope_request req{job_.run_id,   job_.task.id, job_.attempt,
-                      cwd_.string(), out_.branch, start_};
-    scope_report report;
-    std::string why;
-    self_->request(job_.git, caf::infinite, changed_atom::value, req)
-      .receive([&](scope_report& r) { report = std::move(r); },
-               [&](caf::error& err) { why = self_->system().render(err); });
-    if (!why.empty())
-      throw std::runtime_error("cannot list the changes: " + why);
-    return report;
-  }
-
-  /// Whether everything the attempt brings lies in the task's scope after
-  /// `gate` (false: after the worker) changed the checkout; sets the
-  /// reason when not. HEAD must not have moved, no changed path may lead
-  /// out of the repository, and with enforceDiffScope every changed path
-  /// must be covered by the scope where it physically lies.
-  bool in_scope(bool gate) {
-    auto who = std::string{gate ? "the gate" : "the worker"};
-    auto report = changes();
-    if (!report.moved.empty()) {
-      out_.reason = "after " + who + " ran, " + report.moved;
-      return false;
-    }
-    scope::physical_root disk{cwd_};
-    scope::coverage cover{scope_};
-    bool judge = job_.cfg.enforce_diff_scope && !scope_.empty();
-    std::vector<std::string> refused;
-    std::vector<std::string> outside;
-    for (auto& path : report.paths) {
-      auto where = disk.locate_changed(path);
-      if (!where.error.empty())
-        refused.push_back(where.error);
-      else if (judge && !cover.covers(where.path))
-        outside.push_back(path);
-    }
-    if (!refused.empty()) {
-      out_.reason = who + " left paths no task may write: " + join(refused);
-      return false;
-    }
-    if (outside.empty())
-      return true;
-    out_.reason = gate ? "the gate left changes outside the task's scope: "
-                           + join(outside)
-                           + " (files a gate generates belong in .gitignore)"
-                       : "changed files outside its scope: " + join(outside);
-    return false;
-  }
-
-  proc::run_result run_command(backend_call call, const fs::path& log,
-                               int64_t timeout_ms, bool append) {
-    proc::run_options ro;
-    ro.argv = std::move(call.argv);
-    ro.stdin_file = std::move(call.stdin_file);
-    ro.cwd = cwd_.string();
-    ro.log_file = log.string();
-    ro.append_log = append;
-    ro.timeout = std::chrono::milliseconds(timeout_ms); // saturates in run()
-    ro.cancel = job_.cancel;
-    ro.env = {{"TASKFORCE_RUN", job_.run_id},
-              {"TASKFORCE_TASK", job_.task.id},
-              {"TASKFORCE_ATTEMPT", std::to_string(job_.attempt)},
-              {"TASKFORCE_REPAIR", std::to_string(out_.repairs)},
-              {"TASKFORCE_WORKTREE", cwd_.string()},
-              {"TASKFORCE_ROOT", job_.root.string()}};
-    if (!repair_note_.empty())
-      ro.env.emplace_back("TASKFORCE_GATE_FAILURE", tail_of(repair_note_, 4000));
-    for (auto& kv : call.env)
-      ro.env.push_back(std::move(kv));
-    // Recorded before it starts, so that the next driver finds what a crash
-    // of this one left running (kill_leftover_workers).
-    ro.label = job_.run_id + "/" + job_.task.id + "/";
-    ro.record_folder = worker_records(job_.root).string();
-    return proc::run(ro);
-  }
-
-  bool interrupted() {
-    if (!job_.cancel.cancelled())
-      return false;
-    out_.end = run::attempt_end::interrupted;
-    out_.reason = "interrupted";
-    return true;
-  }
-
-  void steps() {
-    auto& t = job_.task;
-    auto& cfg = job_.cfg;
-    out_.end = run::attempt_end::failed;
-    if (interrupted())
-      return;
-    if (!lease() || !resolve_scope())
-      return;
-    progress(attempt_phase::leased, "");
-    auto log_dir = job_.root / ".taskforce"
-                   / store::attempt_log_dir(job_.run_id, t.id,
-                                            static_cast<int>(job_.attempt));
-    fs::create_directories(log_dir);
-    // `agent:` names a backend, or an agent preset for the agent backend.
-    backend_round round;
-    round.backend = t.agent.empty() ? cfg.worker : t.agent;
-    round.preset = cfg.agent_preset;
-    if (round.backend != "shell" && round.backend != "scripted"
-        && round.backend != "agent") {
-      round.preset = round.backend;
-      round.backend = "agent";
-    }
-    round.cwd = cwd_;
-    round.log_dir = log_dir;
-    round.previous_failure = t.previous_failure;
-    auto backend = parse_worker_backend(round.backend)
-                     .value_or(worker_backend::shell);
-    int64_t timeout = t.timeout_ms > 0 ? t.timeout_ms : cfg.task_timeout_ms;
-    for (;;) {
-      round.invocation = t.invocations + out_.turns + 1;
-      round.repair = out_.repairs;
-      auto call = backend_command(job_, round);
-      ++out_.turns;
-      auto r = run_command(std::move(call), log_dir / "worker.log", timeout,
-                           out_.repairs > 0);
-      out_.exit_code = r.exit_code;
-      if (interrupted())
-        return;
-      auto reading = read_report(r.tail);
-      auto v = judge_worker(backend, r, reading);
-      if (v.report && v.report->usage) {
-        out_.spent.input_tokens += v.report->usage->input_tokens;
-        out_.spent.output_tokens += v.report->usage->output_tokens;
-        out_.spent.cost_usd += v.report->usage->cost_usd;
-      }
-      out_.tail = tail_of(r.tail, 2000);
-      if (v.kind == verdict_kind::blocked) {
-        out_.end = run::attempt_end::blocked;
-        out_.reason = v.reason;
-        return;
-      }
-      if (v.kind == verdict_kind::failed) {
-        out_.reason = "worker: " + v.reason;
-        return;
-      }
-      progress(attempt_phase::verifying, "");
-      if (!in_scope(false))
-        return;
-      if (t.verify.empty()) {
-        out_.end = run::attempt_end::done;
-        out_.reason = v.reason;
-        return;
-      }
-      auto g = run_command(backend_call{{"/bin/sh", "-c", t.verify}, {}, {}},
-                           log_dir / "verify.log", cfg.verify_timeout_ms,
-                           out_.repairs > 0);
-      if (interrupted())
-        return;
-      out_.tail = tail_of(g.tail, 2000);
-      out_.exit_code = g.exit_code;
-      if (g.success()) {
-        // What the gate left is part of what the task brings.
-        if (!in_scope(true))
-          return;
-        out_.end = run::attempt_end::done;
-        out_.reason = v.reason;
-        return;
-      }
-      auto failure = "gate failed (" + g.describe() + ")";
-      if (!cfg.repair_on_failure || out_.repairs >= cfg.max_repairs) {
-        out_.reason = failure;
-        return;
-      }
-      ++out_.repairs;
-      repair_note_ = failure + "\n" + g.tail;
-      round.gate_result = g.describe();
-      round.gate_tail = g.tail;
-      progress(attempt_phase::repairing,
-               "repair " + std::to_string(out_.repairs) + ": " + failure);
-    }
-  }
-
-  caf::blocking_actor* self_;
-  worker_job& job_;
-  attempt_outcome out_;
-  fs::path cwd_;
-  /// Where the task's branch (in place: HEAD) was as the attempt began.
-  std::string start_;
-  /// The task's files where they physically lie in cwd_.
-  std::vector<std::string> scope_;
-  std::string repair_note_;
+/// What the worker is waiting for.
+enum class phase {
+  /// The worktree (or the snapshot of the checkout in place).
+  leasing,
+  /// The task's mail, before the first turn or after a passing check.
+  taking_mail,
+  /// A turn of the backend.
+  turn,
+  /// The git service's list of what the attempt brings.
+  checking,
+  /// The gate.
+  gate,
+  /// The outcome is sent.
+  done,
 };
 
-void worker(caf::blocking_actor* self, worker_job job) {
-  attempt_runner runner{self, job};
-  runner.run();
+struct worker_state {
+  static inline const char* name = "worker";
+
+  // -- the attempt ------------------------------------------------------------
+
+  /// The job, as given.
+  worker_job job;
+  /// The outcome being built.
+  attempt_outcome out;
+  /// What the worker waits for.
+  phase now = phase::leasing;
+  /// A cancel arrived: the attempt ends interrupted.
+  bool cancelled = false;
+
+  // -- where it runs ----------------------------------------------------------
+
+  /// The checkout the attempt runs in.
+  fs::path cwd;
+  /// The attempt runs in the main checkout (no worktree of its own).
+  bool in_place = false;
+  /// Where the task's branch (in place: HEAD) was as the attempt began.
+  std::string start;
+  /// The task's scope where it lies in `cwd`.
+  resolved_scope scope;
+  /// The attempt's log folder.
+  fs::path log_dir;
+
+  // -- the backend ------------------------------------------------------------
+
+  /// Which backend runs the turns.
+  worker_backend backend = worker_backend::shell;
+  /// What the backends need beyond the task.
+  worker_settings settings;
+  /// The turn running (or about to run).
+  turn_input turn;
+  /// The session the agent has so far.
+  std::string session;
+  /// The session the running turn is in, when known before it ran.
+  std::string turn_session;
+  /// The running turn continues its session.
+  bool continuing = false;
+  /// The running turn is the fresh run of a turn that could not continue.
+  bool retried_fresh = false;
+  /// The report's summary of the last turn that reported done.
+  std::string summary;
+  /// Gates run in this attempt (the log is appended from the second on).
+  uint64_t gates = 0;
+  /// Who changed the checkout last: what the next check is after.
+  changed_by last_change = changed_by::worker;
+
+  // -- the process helper -----------------------------------------------------
+
+  /// The helper running the current command; null when none.
+  caf::actor helper;
+  /// The running command's mark, once it started; shared with the functor
+  /// that kills it when the worker dies.
+  std::shared_ptr<std::string> mark = std::make_shared<std::string>();
+};
+
+using self_ptr = caf::stateful_actor<worker_state>*;
+
+// -- reporting ----------------------------------------------------------------
+
+void progress(self_ptr self, attempt_phase p, std::string detail) {
+  auto& st = self->state;
+  attempt_progress msg;
+  msg.task_id = st.job.task.id;
+  msg.attempt = st.job.attempt;
+  msg.phase = p;
+  msg.detail = std::move(detail);
+  msg.worktree = st.out.worktree;
+  msg.branch = st.out.branch;
+  self->send(st.job.orchestrator, progress_atom::value, std::move(msg));
+}
+
+/// Sends the one outcome and quits. A cancelled attempt that did not pass
+/// is interrupted, whatever else went wrong meanwhile.
+void finish(self_ptr self, run::attempt_end end, std::string reason) {
+  auto& st = self->state;
+  if (st.now == phase::done)
+    return;
+  st.now = phase::done;
+  if (st.cancelled && end != run::attempt_end::done) {
+    end = run::attempt_end::interrupted;
+    reason = "interrupted";
+  }
+  st.out.end = end;
+  st.out.reason = std::move(reason);
+  st.out.session = st.session;
+  self->send(st.job.orchestrator, outcome_atom::value, st.out);
+  self->quit();
+}
+
+void fail(self_ptr self, std::string reason) {
+  finish(self, run::attempt_end::failed, std::move(reason));
+}
+
+/// After a reply arrived: whether the attempt is over (a late reply after
+/// the outcome is ignored), or a cancel ends it now.
+bool stopped(self_ptr self) {
+  if (self->state.now == phase::done)
+    return true;
+  if (!self->state.cancelled)
+    return false;
+  finish(self, run::attempt_end::interrupted, "interrupted");
+  return true;
+}
+
+std::string render(self_ptr self, const caf::error& err) {
+  return self->system().render(err);
+}
+
+// -- processes ----------------------------------------------------------------
+
+/// Runs `opts` (and writes `inputs` first) in a new helper.
+void run_command(self_ptr self, proc::run_options opts,
+                 std::vector<std::pair<std::string, std::string>> inputs) {
+  auto& st = self->state;
+  opts.cwd = st.cwd.string();
+  // Recorded before it starts, so that the next driver finds what a crash
+  // of this one left running (kill_leftover_workers).
+  opts.label = st.job.run_id + "/" + st.job.task.id + "/";
+  opts.record_folder = worker_records(st.job.root).string();
+  process_job pj;
+  pj.run = std::move(opts);
+  pj.inputs = std::move(inputs);
+  pj.owner = caf::actor_cast<caf::actor>(self);
+  auto spawn = st.job.processes ? st.job.processes : spawn_process;
+  st.helper = spawn(self->system(), std::move(pj));
+  self->monitor(st.helper);
+}
+
+/// The helper's command is over: forget it.
+void command_ended(self_ptr self) {
+  auto& st = self->state;
+  if (st.helper)
+    self->demonitor(st.helper);
+  st.helper = nullptr;
+  st.mark->clear();
+}
+
+/// The environment of every worker and gate process of this attempt.
+turn_context context_of(const worker_state& st) {
+  return {st.job.run_id, st.job.task.id, st.job.attempt, st.turn.kind,
+          st.job.root.string()};
+}
+
+// -- the steps ----------------------------------------------------------------
+
+void take_mail(self_ptr self);
+void check(self_ptr self);
+
+/// Starts the turn in `st.turn` (`fresh`: a new session even if it could
+/// continue one).
+void run_turn(self_ptr self, bool fresh = false) {
+  auto& st = self->state;
+  auto& job = st.job;
+  worker_round round;
+  round.context = context_of(st);
+  round.worktree = st.cwd.string();
+  round.invocation = job.invocations + st.out.turns + 1;
+  round.turn = st.turn;
+  round.previous_failure = job.previous_failure;
+  auto n = std::to_string(round.invocation);
+  round.prompt_file = (st.log_dir / ("prompt-" + n + ".md")).string();
+  round.turn_file = (st.log_dir / ("turn-" + n + ".txt")).string();
+  round.session = st.session;
+  round.own_directory = !st.in_place;
+  round.fresh_session = fresh;
+  if (st.settings.preset
+      && st.settings.preset->session == agent_preset::session_source::uuid)
+    round.new_session = new_session_uuid();
+  worker_command cmd;
+  try {
+    cmd = prepare_worker_command(st.backend, st.settings, job.task, round);
+  } catch (const std::exception& e) {
+    return fail(self, e.what());
+  }
+  st.continuing = cmd.continues;
+  st.retried_fresh = fresh;
+  st.turn_session = cmd.session;
+  proc::run_options opts;
+  opts.argv = std::move(cmd.argv);
+  opts.env = std::move(cmd.env);
+  opts.stdin_file = std::move(cmd.stdin_file);
+  opts.log_file = (st.log_dir / "worker.log").string();
+  opts.append_log = st.out.turns > 0;
+  int64_t timeout
+    = job.timeout_ms > 0 ? job.timeout_ms : job.cfg.task_timeout_ms;
+  opts.timeout = std::chrono::milliseconds(timeout); // saturates in run()
+  opts.head_bytes = session_head;
+  ++st.out.turns;
+  st.now = phase::turn;
+  st.last_change = changed_by::worker;
+  run_command(self, std::move(opts), std::move(cmd.inputs));
+}
+
+/// The gate, after the worker's changes passed the check.
+void run_gate(self_ptr self) {
+  auto& st = self->state;
+  if (st.job.task.verify.empty())
+    return take_mail(self);
+  proc::run_options opts;
+  opts.argv = {"/bin/sh", "-c", st.job.task.verify};
+  opts.env = turn_environment(context_of(st));
+  opts.log_file = (st.log_dir / "verify.log").string();
+  opts.append_log = st.gates > 0;
+  opts.timeout = std::chrono::milliseconds(st.job.cfg.verify_timeout_ms);
+  ++st.gates;
+  st.now = phase::gate;
+  st.last_change = changed_by::gate;
+  run_command(self, std::move(opts), {});
+}
+
+/// A turn ended: read its report, then check what it changed.
+void turn_ended(self_ptr self, const proc_exited& exit) {
+  auto& st = self->state;
+  if (stopped(self))
+    return;
+  if (!exit.error.empty())
+    return fail(self, exit.error);
+  // The session it ran in: known before, or named in its output.
+  if (!st.turn_session.empty())
+    st.session = st.turn_session;
+  else if (st.settings.preset)
+    if (auto found
+        = find_session(*st.settings.preset, exit.head + "\n" + exit.tail);
+        !found.empty())
+      st.session = found;
+  auto reading = read_report(exit.tail);
+  // A turn that tried to continue and died without a word most likely
+  // found no session to continue: the same turn runs fresh, once.
+  if (st.continuing && !st.retried_fresh && !exit.success() && reading.none()) {
+    spdlog::info("{}: could not continue session {} ({}); running the {} "
+                 "turn in a fresh session",
+                 st.job.task.id, st.session, exit.description,
+                 to_string(st.turn.kind));
+    return run_turn(self, true);
+  }
+  st.out.exit_code = exit.exit_code;
+  st.out.tail = tail_of(exit.tail, outcome_tail);
+  proc::run_result r;
+  r.exit_code = static_cast<int>(exit.exit_code);
+  r.signal = exit.signal;
+  r.timed_out = exit.timed_out;
+  r.duration = std::chrono::milliseconds(exit.duration_ms);
+  r.tail = exit.tail;
+  auto v = judge_worker(st.backend, r, reading);
+  if (v.report && v.report->usage) {
+    st.out.spent.input_tokens += v.report->usage->input_tokens;
+    st.out.spent.output_tokens += v.report->usage->output_tokens;
+    st.out.spent.cost_usd += v.report->usage->cost_usd;
+  }
+  if (v.kind == verdict_kind::blocked)
+    return finish(self, run::attempt_end::blocked, v.reason);
+  if (v.kind == verdict_kind::failed)
+    return fail(self, "worker: " + v.reason);
+  st.summary = v.reason;
+  progress(self, attempt_phase::verifying, "");
+  check(self);
+}
+
+/// The gate ended: check again if it passed, else repair or fail.
+void gate_ended(self_ptr self, const proc_exited& exit) {
+  auto& st = self->state;
+  if (stopped(self))
+    return;
+  if (!exit.error.empty())
+    return fail(self, "gate: " + exit.error);
+  st.out.tail = tail_of(exit.tail, outcome_tail);
+  st.out.exit_code = exit.exit_code;
+  if (exit.success())
+    return check(self); // what the gate left is part of what the task brings
+  auto failure = "gate failed (" + exit.description + ")";
+  auto& cfg = st.job.cfg;
+  if (!cfg.repair_on_failure || st.out.repairs >= cfg.max_repairs)
+    return fail(self, failure);
+  ++st.out.repairs;
+  progress(self, attempt_phase::repairing,
+           "repair " + std::to_string(st.out.repairs) + ": " + failure);
+  st.turn = {};
+  st.turn.kind = turn_kind::repair;
+  st.turn.repair_round = static_cast<int>(st.out.repairs);
+  st.turn.gate_result = exit.description;
+  st.turn.gate_tail = exit.tail;
+  run_turn(self);
+}
+
+/// Asks the git service what the attempt brings and judges it.
+void check(self_ptr self) {
+  auto& st = self->state;
+  st.now = phase::checking;
+  scope_request req{st.job.run_id,   st.job.task.id, st.job.attempt,
+                    st.cwd.string(), st.out.branch,  st.start};
+  self->request(st.job.git, caf::infinite, changed_atom::value, req)
+    .then(
+      [self](scope_report& report) {
+        auto& st = self->state;
+        if (stopped(self))
+          return;
+        auto who = st.last_change;
+        if (!report.moved.empty())
+          return fail(self,
+                      std::string{"after "}
+                        + (who == changed_by::gate ? "the gate" : "the worker")
+                        + " ran, " + report.moved);
+        std::string refused;
+        try {
+          refused = judge_changes(
+            st.cwd, st.scope, st.job.cfg.enforce_diff_scope, report.paths, who);
+        } catch (const std::exception& e) {
+          refused = e.what();
+        }
+        if (!refused.empty())
+          return fail(self, refused);
+        if (who == changed_by::worker)
+          run_gate(self);
+        else
+          take_mail(self);
+      },
+      [self](caf::error& err) {
+        if (stopped(self))
+          return;
+        fail(self, "cannot list the changes: " + render(self, err));
+      });
+}
+
+/// What a turn that starts with mail is, or none.
+bool mail_turn(worker_state& st, std::vector<std::string>& answers,
+               std::vector<std::string>& messages, turn_kind kind) {
+  if (answers.empty() && messages.empty())
+    return false;
+  st.turn = {};
+  st.turn.kind = !answers.empty() ? turn_kind::answer : kind;
+  st.turn.answers = std::move(answers);
+  st.turn.messages = std::move(messages);
+  return true;
+}
+
+/// The mail that waits: before the first turn it makes it an answer turn
+/// (or brings messages to the start); after a passing check it is handed
+/// over in a message turn, and without any the attempt passes.
+void mail_arrived(self_ptr self, std::vector<std::string> answers,
+                  std::vector<std::string> messages) {
+  auto& st = self->state;
+  // Once only: the mailbox's answer, or its going down, whichever is first.
+  if (st.now != phase::taking_mail || stopped(self))
+    return;
+  if (st.out.turns == 0) {
+    if (!mail_turn(st, answers, messages, turn_kind::start))
+      st.turn = {};
+    return run_turn(self);
+  }
+  if (!mail_turn(st, answers, messages, turn_kind::message))
+    return finish(self, run::attempt_end::done, st.summary);
+  progress(self, attempt_phase::repairing,
+           std::string{to_string(st.turn.kind)} + " turn: "
+             + std::to_string(st.turn.answers.size() + st.turn.messages.size())
+             + " new");
+  run_turn(self);
+}
+
+void take_mail(self_ptr self) {
+  auto& st = self->state;
+  st.now = phase::taking_mail;
+  if (!st.job.mail)
+    return mail_arrived(self, {}, {});
+  self
+    ->request(st.job.mail, caf::infinite, take_atom::value, st.job.run_id,
+              st.job.task.id)
+    .then(
+      [self](std::vector<std::string>& answers,
+             std::vector<std::string>& messages) {
+        mail_arrived(self, std::move(answers), std::move(messages));
+      },
+      [self](caf::error& err) {
+        // Mail that could not be taken stays undelivered: the worker reads
+        // it with `taskforce inbox`, or the next attempt gets it.
+        spdlog::warn("{}: cannot take the task's mail: {}",
+                     self->state.job.task.id, render(self, err));
+        mail_arrived(self, {}, {});
+      });
+}
+
+/// The checkout is there: the log folder, the scope where it lies, then
+/// the mail that decides the first turn.
+void leased(self_ptr self) {
+  auto& st = self->state;
+  if (stopped(self))
+    return;
+  progress(self, attempt_phase::leased, "");
+  st.log_dir = st.job.root / ".taskforce"
+               / store::attempt_log_dir(st.job.run_id, st.job.task.id,
+                                        static_cast<int>(st.job.attempt));
+  st.scope = resolve_scope(st.cwd, st.job.task.files);
+  if (!st.scope.error.empty())
+    return fail(self, st.scope.error);
+  take_mail(self);
+}
+
+/// In place, the attempt is judged against the checkout as it is now: the
+/// git service keeps a snapshot of it.
+void snapshot(self_ptr self) {
+  auto& st = self->state;
+  st.in_place = true;
+  st.cwd = st.job.root;
+  st.out.worktree.clear();
+  st.out.branch.clear();
+  self
+    ->request(st.job.git, caf::infinite, snapshot_atom::value, st.cwd.string())
+    .then(
+      [self](std::string& head) {
+        self->state.start = head;
+        leased(self);
+      },
+      [self](caf::error& err) {
+        if (stopped(self))
+          return;
+        fail(self,
+             "cannot take a snapshot of the checkout: " + render(self, err));
+      });
+}
+
+void lease(self_ptr self) {
+  auto& st = self->state;
+  auto& cfg = st.job.cfg;
+  if (!cfg.use_worktrees || cfg.mode == "assist")
+    return snapshot(self);
+  worktree_request req{st.job.run_id, st.job.task.id, st.job.fresh,
+                       st.job.known_worktree};
+  self->request(st.job.git, caf::infinite, lease_atom::value, req)
+    .then(
+      [self](worktree_lease& l) {
+        auto& st = self->state;
+        st.out.worktree = l.path;
+        st.out.branch = l.branch;
+        st.start = l.start;
+        st.cwd = l.path;
+        leased(self);
+      },
+      [self](caf::error& err) {
+        auto& st = self->state;
+        if (stopped(self))
+          return;
+        auto why = render(self, err);
+        if (st.job.cfg.require_worktrees)
+          return fail(self, "cannot create the worktree: " + why);
+        spdlog::warn("{}: no worktree ({}), running in place", st.job.task.id,
+                     why);
+        snapshot(self);
+      });
+}
+
+/// What the backends need, read once: the preset, the instructions, the
+/// script.
+void choose(self_ptr self) {
+  auto& st = self->state;
+  auto& cfg = st.job.cfg;
+  auto choice = choose_backend(st.job.agent, cfg.worker, cfg.agent_preset);
+  st.backend = choice.backend;
+  auto& s = st.settings;
+  s.taskforce_binary = st.job.self_exe;
+  s.model = cfg.worker_model;
+  if (choice.backend == worker_backend::scripted) {
+    s.script_file = cfg.script_file;
+    if (!s.script_file.empty() && fs::path{s.script_file}.is_relative())
+      s.script_file = (st.job.root / s.script_file).string();
+  }
+  if (choice.backend == worker_backend::agent) {
+    s.preset = load_agent_preset(choice.preset, st.job.root.string());
+    s.instructions = cfg.worker_instructions;
+    s.instructions_file_text = read_instructions_file(
+      cfg.worker_instructions_file, st.job.root.string());
+  }
+}
+
+// -- cancel and the helper's messages -----------------------------------------
+
+void cancel(self_ptr self) {
+  auto& st = self->state;
+  if (st.now == phase::done || st.cancelled)
+    return;
+  st.cancelled = true;
+  // A command that has not started yet is killed when it starts; a git or
+  // mail request in flight ends the attempt when it is answered.
+  if (!st.mark->empty())
+    proc::kill_running(*st.mark);
+}
+
+bool from_helper(self_ptr self) {
+  auto& st = self->state;
+  return st.helper && self->current_sender() == st.helper.address();
+}
+
+void helper_exited(self_ptr self, proc_exited exit) {
+  auto& st = self->state;
+  auto was = st.now;
+  command_ended(self);
+  if (was == phase::turn)
+    turn_ended(self, exit);
+  else if (was == phase::gate)
+    gate_ended(self, exit);
 }
 
 } // namespace
+
+caf::behavior worker(self_ptr self, worker_job job) {
+  auto& st = self->state;
+  st.job = std::move(job);
+  st.out.task_id = st.job.task.id;
+  st.out.attempt = st.job.attempt;
+  st.session = st.job.session;
+  // No command outlives its worker, however the worker ends.
+  self->attach_functor([mark = st.mark] {
+    if (!mark->empty())
+      proc::kill_running(*mark);
+  });
+  self->monitor(st.job.git);
+  if (st.job.mail)
+    self->monitor(st.job.mail);
+  self->set_down_handler([self](caf::down_msg& d) {
+    auto& st = self->state;
+    if (st.helper && d.source == st.helper.address()) {
+      // Gone without its exit: its thread may still be in the command,
+      // which is killed (nobody would watch it); how it ended is unknown.
+      if (!st.mark->empty())
+        proc::kill_running(*st.mark);
+      proc_exited exit;
+      exit.error = "the process helper stopped: " + render(self, d.reason);
+      exit.description = exit.error;
+      helper_exited(self, std::move(exit));
+    } else if (st.job.mail && d.source == st.job.mail.address()) {
+      // Without a mailbox the task's mail stays undelivered in the ledger;
+      // the attempt goes on without it.
+      spdlog::warn("{}: the mailbox stopped: {}", st.job.task.id,
+                   render(self, d.reason));
+      st.job.mail = nullptr;
+      mail_arrived(self, {}, {});
+    } else if (d.source == st.job.git.address() && st.now != phase::done) {
+      // A request in flight would never be answered.
+      if (st.now == phase::leasing || st.now == phase::checking) {
+        if (!stopped(self))
+          fail(self, "the git service stopped: " + render(self, d.reason));
+      }
+    }
+  });
+  try {
+    choose(self);
+  } catch (const std::exception& e) {
+    fail(self, e.what());
+    return {};
+  }
+  lease(self);
+  return {
+    [self](cancel_atom) {
+      cancel(self);
+    },
+    [self](proc_started& s) {
+      if (!from_helper(self))
+        return;
+      auto& st = self->state;
+      *st.mark = s.mark;
+      if (st.cancelled) // a cancel that came before the start
+        proc::kill_running(s.mark);
+    },
+    [](proc_output&) {
+      // Progress of the output is not forwarded yet.
+    },
+    [self](proc_exited& exit) {
+      if (from_helper(self))
+        helper_exited(self, std::move(exit));
+    },
+  };
+}
 
 caf::actor spawn_worker(caf::actor_system& sys, worker_job job) {
   return sys.spawn(worker, std::move(job));

@@ -1,45 +1,85 @@
-// The worker: one per task attempt. It leases the task's worktree from the
-// git service, runs the worker backend there (its own process group, the
-// task's timeout), reads the report, checks that everything the attempt
-// brings (its branch's commits and its working tree, or in place what
-// changed since a snapshot) lies in the task's scope with HEAD where it
-// belongs, runs the gate (its own process group, the verify timeout) and
-// checks again after it, steers a failed gate back to the same backend up
-// to `run.maxRepairs` times without counting an attempt, and reports one
+// The worker: one per task attempt, event-based. It leases the task's
+// worktree from the git service (in place: a snapshot of the checkout),
+// runs the backend's turns through a process helper, reads each turn's
+// report, has the git service list what the attempt brings and judges it
+// against the task's scope where it physically lies (HEAD must still be the
+// task's branch), runs the gate, steers a failed gate back to the backend as
+// a repair turn (up to `run.maxRepairs`, without counting an attempt),
+// checks again after the gate, hands mail that arrived meanwhile to the
+// backend as a message turn (then checks and gates again), and reports one
 // `attempt_outcome` to the orchestrator.
 //
-// It blocks on processes, so it runs detached. The orchestrator cancels it
-// through the shared cancel handle, which kills the running process group
-// at once; the worker then reports `interrupted`.
+// It never blocks: processes run in detached helpers (actors/process.hpp)
+// whose start, output and exit arrive as messages; git and mail requests
+// are answered later. It monitors the git service and its helper: either
+// gone means a failed attempt, said so. A `cancel_atom` at any point kills
+// the running command through the process registry (a cancel before the
+// command started is honoured when it starts) and the attempt ends
+// `interrupted` once nothing of it runs. A worker that dies kills its
+// command all the same.
 //
-//   lease -> run backend -> report? -> scope check -> gate --pass--> scope check -> done
-//               ^                                      |
-//               +------------- repair (fail) ----------+--> failed
+//            cancel (any phase) ──▶ kill the command ──▶ interrupted
+//
+//   leasing ──▶ taking mail ──▶ turn ──exit──▶ report?
+//     (worktree    (answer? ▶      ▲             │ blocked / failed ──▶ outcome
+//      or snapshot) answer turn)   │             ▼ done
+//                                  │          checking (worker) ──refused──▶
+//                                  failed │             │ in scope │ ▼ │ gate
+//                                  ──fail, repairs left──▶ repair turn │ │ pass
+//                                  (or no gate)  └─none left──▶ failed │ ▼ │
+//                                  checking (gate) ──refused──▶ failed │ │ in
+//                                  scope │             ▼ └─mail──── taking mail
+//                                  ──none──▶ done
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
-#include "actors/orchestrator.hpp"
+#include "actors/process.hpp"
 #include "messages/interfaces.hpp"
 #include "src/config/config.hpp"
-#include "src/proc/run.hpp"
+#include "src/worker/backend.hpp"
 
 namespace taskforce {
+
+/// Where a worker's mail comes from (the run's mailbox, or whoever stands
+/// in for it).
+using worker_mail_actor = caf::typed_actor<
+  /// From a worker: (run, task) -> the task's undelivered answers and
+  /// messages, oldest first; from then on they count as delivered.
+  caf::replies_to<take_atom, std::string, std::string>::with<
+    std::vector<std::string>, std::vector<std::string>>>;
 
 /// One attempt, as the worker gets it.
 struct worker_job {
   /// The run.
   std::string run_id;
-  /// The task (a copy: the orchestrator's may change meanwhile).
-  run_task task;
+  /// The task as the backends need it (a copy).
+  worker_task task;
+  /// The task's `agent:` (a backend or a preset); empty = run.worker.
+  std::string agent;
+  /// The task's time limit; 0 = run.taskTimeoutMs.
+  int64_t timeout_ms = 0;
   /// The attempt number (from the ledger).
   uint64_t attempt = 1;
-  /// Start from a clean worktree.
+  /// How many turns the backend ran for the task before this attempt
+  /// (the scripted worker counts invocations across attempts).
+  uint64_t invocations = 0;
+  /// Why the previous attempt failed; empty on the first.
+  std::string previous_failure;
+  /// The worktree an earlier attempt used, as the ledger knows it.
+  std::string known_worktree;
+  /// The agent session the task had (the attempt_outcome's `session` of
+  /// its last attempt): an answer continues it.
+  std::string session;
+  /// Start from a clean worktree (freshWorktreeOnRetry).
   bool fresh = false;
   /// The effective run config.
   run_config cfg;
@@ -51,49 +91,14 @@ struct worker_job {
   git_actor git;
   /// Receives progress and the outcome.
   caf::actor orchestrator;
-  /// Shared with the orchestrator: kills the running process group.
-  proc::cancel_handle cancel;
+  /// The task's mail; a null handle = no mail.
+  worker_mail_actor mail;
+  /// Starts process helpers; empty = spawn_process.
+  process_spawner processes;
 };
 
-/// Spawns the worker for `job` (detached).
+/// Spawns the worker for `job` (event-based). Stop it with `cancel_atom`.
 caf::actor spawn_worker(caf::actor_system& sys, worker_job job);
-
-/// How one round of a worker backend is started.
-struct backend_call {
-  /// The program and its arguments.
-  std::vector<std::string> argv;
-  /// Extra environment.
-  std::vector<std::pair<std::string, std::string>> env;
-  /// A file for standard input; empty = /dev/null.
-  std::string stdin_file;
-};
-
-/// What one round of the backend needs beyond the job.
-struct backend_round {
-  /// `shell`, `scripted`, or `agent` (with `preset`).
-  std::string backend;
-  /// The agent preset's name.
-  std::string preset;
-  /// Where the backend runs.
-  std::filesystem::path cwd;
-  /// The attempt's log folder (the prompt file goes there).
-  std::filesystem::path log_dir;
-  /// 1-based: the how-many-th time the backend runs for this task.
-  uint64_t invocation = 1;
-  /// 0 on a first round; k on the k-th repair.
-  uint64_t repair = 0;
-  /// On a repair: how the gate ended, and its output's end.
-  std::string gate_result;
-  /// On a repair: the end of the gate's output.
-  std::string gate_tail;
-  /// On a retry: why the previous attempt failed.
-  std::string previous_failure;
-};
-
-/// The command of one backend round (`sh -c run`, the scripted worker, or
-/// the agent preset with the composed prompt). Throws std::runtime_error
-/// when the backend cannot run the task.
-backend_call backend_command(const worker_job& job, const backend_round& r);
 
 /// Where the workers and gates of the repository at `root` are recorded
 /// while they run (`.taskforce/procs/`, see proc::run_options).

@@ -18,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "src/cli/run_view.hpp"
 #include "src/store/ledger.hpp"
 
 using namespace taskforce;
@@ -86,7 +87,7 @@ figures measure(const std::filesystem::path& dir, bool full, int tasks,
   auto end = std::chrono::steady_clock::now();
   f.seconds = std::chrono::duration<double>(end - start).count();
   auto s0 = std::chrono::steady_clock::now();
-  auto json = to_status_json(*db.status("bench"));
+  auto json = cli::to_status_json(*db.status("bench"));
   auto s1 = std::chrono::steady_clock::now();
   f.status_ms = std::chrono::duration<double, std::milli>(s1 - s0).count();
   if (json.empty())

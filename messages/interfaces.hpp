@@ -12,6 +12,7 @@
 
 #include "messages/errors.hpp"
 #include "messages/pool.hpp"
+#include "messages/process.hpp"
 #include "messages/run.hpp"
 #include "messages/type_ids.hpp"
 

@@ -20,6 +20,7 @@
 #include "src/run/outcome.hpp"
 #include "src/run/task_state.hpp"
 #include "src/taskfile/task.hpp"
+#include "src/worker/turn.hpp"
 
 namespace taskforce {
 
@@ -199,18 +200,6 @@ enum class attempt_phase : uint8_t {
   verifying,
   /// The gate failed: the same worker repairs (no attempt counted).
   repairing,
-};
-
-/// What a worker's turn is about.
-enum class turn_kind : uint8_t {
-  /// The task's first turn of an attempt.
-  start,
-  /// The gate failed: its tail is the turn's text.
-  repair,
-  /// A person answered the worker's question: the answer is the text.
-  answer,
-  /// Messages sent to the worker while it worked.
-  message,
 };
 
 /// A worker's progress: its attempt entered a phase.
@@ -539,17 +528,6 @@ inline const char* to_string(attempt_phase x) {
     case attempt_phase::leased: return "leased";
     case attempt_phase::verifying: return "verifying";
     case attempt_phase::repairing: return "repairing";
-  }
-  return "unknown";
-}
-
-/// The lowercase name (TASKFORCE_TURN).
-inline const char* to_string(turn_kind x) {
-  switch (x) {
-    case turn_kind::start: return "start";
-    case turn_kind::repair: return "repair";
-    case turn_kind::answer: return "answer";
-    case turn_kind::message: return "message";
   }
   return "unknown";
 }

@@ -55,6 +55,12 @@ struct task_view;
 struct steer_reply;
 struct task_additions;
 
+// -- process family (messages/process.hpp) -----------------------------------
+
+struct proc_started;
+struct proc_output;
+struct proc_exited;
+
 namespace run {
 
 enum class attempt_end : uint8_t;
@@ -94,6 +100,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce, caf::first_custom_type_id)
   CAF_ADD_ATOM(taskforce, taskforce, attach_atom, "attach")
   CAF_ADD_ATOM(taskforce, taskforce, detach_atom, "detach")
   CAF_ADD_ATOM(taskforce, taskforce, event_atom, "event")
+  // Transports: a sink tells its bridge how many output bytes left its queue;
+  // a connection resumes reading its socket.
+  CAF_ADD_ATOM(taskforce, taskforce, written_atom, "written")
+  CAF_ADD_ATOM(taskforce, taskforce, read_atom, "read")
   // Timers (watchdog).
   CAF_ADD_ATOM(taskforce, taskforce, arm_atom, "arm")
   CAF_ADD_ATOM(taskforce, taskforce, disarm_atom, "disarm")
@@ -158,5 +168,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_ATOM(taskforce_run, taskforce, approve_atom, "approve")
   CAF_ADD_ATOM(taskforce_run, taskforce, reject_atom, "reject")
   CAF_ADD_ATOM(taskforce_run, taskforce, answer_atom, "answer")
+  // A worker and its process helper (messages/process.hpp).
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_started))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_output))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_exited))
+  // A worker takes its task's undelivered mail.
+  CAF_ADD_ATOM(taskforce_run, taskforce, take_atom, "take")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_run)

@@ -5,7 +5,9 @@
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
 #include "src/cli/run_driver.hpp"
+#include "src/cli/run_view.hpp"
 #include "src/cli/steer.hpp"
+#include "src/store/mailbox.hpp"
 
 namespace fs = std::filesystem;
 
@@ -16,8 +18,11 @@ const char* logs_help
     "Shows a task of the latest run (or --run ID): its state and reason,\n"
     "branch, worktree, merge commit, conflicting paths, the tail of its last\n"
     "gate output, every attempt with its log files\n"
-    "(.taskforce/logs/<run>/<task>/attempt-N/{worker,verify}.log), and every\n"
-    "event, oldest first.\n";
+    "(.taskforce/logs/<run>/<task>/attempt-N/{worker,verify}.log), its mail\n"
+    "(messages and answers sent down to it, delivered or not yet, and the\n"
+    "reports its worker sent up with taskforce report), and every event,\n"
+    "oldest first. --json prints one object: {\"task\": {...}, \"attempts\":\n"
+    "[...], \"mail\": [...], \"events\": [...]}.\n";
 
 namespace {
 
@@ -28,6 +33,34 @@ std::string tail_of_file(const fs::path& p, size_t n) {
   std::string text((std::istreambuf_iterator<char>(in)),
                    std::istreambuf_iterator<char>());
   return text.size() <= n ? text : text.substr(text.size() - n);
+}
+
+// `  #3 2026-12-01 17:07:22Z message down, delivered … to attempt 1:` and
+// the text, indented.
+void print_mail(const store::mail_row& m) {
+  std::cout << "  #" << m.id << ' ' << format_time(m.created_ms) << ' '
+            << to_string(m.kind) << ' ' << to_string(m.direction);
+  if (m.direction == store::mail_direction::down) {
+    if (m.delivered_ms)
+      std::cout << ", delivered " << format_time(*m.delivered_ms);
+    else
+      std::cout << ", not delivered yet";
+    if (m.attempt)
+      std::cout << " to attempt " << *m.attempt;
+  } else if (m.attempt) {
+    std::cout << " from attempt " << *m.attempt;
+  }
+  std::cout << ":\n";
+  size_t start = 0;
+  while (start <= m.text.size()) {
+    auto end = m.text.find('\n', start);
+    if (end == std::string::npos)
+      end = m.text.size();
+    if (end == m.text.size() && start == end && start > 0)
+      break; // a trailing newline
+    std::cout << "    " << m.text.substr(start, end - start) << '\n';
+    start = end + 1;
+  }
 }
 
 } // namespace
@@ -44,16 +77,14 @@ int run_logs_command(const std::vector<std::string>& argv,
   auto h = db.history(run.id, task_id);
   if (!h)
     throw usage_error("run " + run.id + " has no task " + task_id);
+  auto mail = store::mailbox{db}.list(run.id, task_id);
   if (parsed.flag("--json")) {
-    std::cout << '[';
-    for (size_t i = 0; i < h->events.size(); ++i)
-      std::cout << (i ? "," : "") << store::to_json_line(h->events[i]);
-    std::cout << "]\n";
+    std::cout << to_logs_json(*h, mail) << '\n';
     return exit_ok;
   }
   auto& t = h->task;
-  std::cout << "task " << t.id << ": " << t.title << "\nstate: "
-            << to_string(t.state);
+  std::cout << "task " << t.id << ": " << t.title
+            << "\nstate: " << to_string(t.state);
   if (t.reason)
     std::cout << " - " << *t.reason;
   std::cout << "\nattempts: " << t.attempts << '\n';
@@ -69,8 +100,8 @@ int run_logs_command(const std::vector<std::string>& argv,
       std::cout << "  " << p << '\n';
   }
   if (t.gate_tail && !t.gate_tail->empty())
-    std::cout << "last output (tail):\n" << *t.gate_tail
-              << (t.gate_tail->back() == '\n' ? "" : "\n");
+    std::cout << "last output (tail):\n"
+              << *t.gate_tail << (t.gate_tail->back() == '\n' ? "" : "\n");
   auto dir = state_dir(root);
   for (auto& a : h->attempts) {
     std::cout << "attempt " << a.number << ": " << to_string(a.state);
@@ -96,9 +127,14 @@ int run_logs_command(const std::vector<std::string>& argv,
       std::cout << "worker output of attempt " << last.number << " (tail):\n"
                 << text << (text.back() == '\n' ? "" : "\n");
   }
+  if (!mail.empty()) {
+    std::cout << "mail:\n";
+    for (auto& m : mail)
+      print_mail(m);
+  }
   std::cout << "history:\n";
   for (auto& e : h->events)
-    std::cout << "  " << store::to_json_line(e) << '\n';
+    std::cout << "  " << to_json_line(e) << '\n';
   return exit_ok;
 }
 

@@ -139,7 +139,7 @@ int serve_stdio(caf::actor_system& sys, pool_actor pool, bool owned,
   int wake[2];
   if (::pipe(wake) != 0)
     throw std::runtime_error("cannot create a pipe");
-  auto writer = spawn_fd_writer(sys, STDOUT_FILENO);
+  auto writer = spawn_fd_writer(sys, STDOUT_FILENO, wake[0]);
   auto bridge = spawn_bridge(sys, pool, cfg.pool, writer);
   auto reader = spawn_fd_reader(sys, STDIN_FILENO, wake[0], bridge);
   caf::scoped_actor self{sys};

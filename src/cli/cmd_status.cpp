@@ -6,7 +6,9 @@
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
 #include "src/cli/live_table.hpp"
+#include "src/cli/run_view.hpp"
 #include "src/cli/steer.hpp"
+#include "src/store/mailbox.hpp"
 
 namespace taskforce::cli {
 
@@ -14,13 +16,80 @@ const char* status_help
   = "usage: taskforce status [--json] [--run ID]\n\n"
     "Shows the latest unfinished run (else the latest run, or --run ID): its\n"
     "state and reason, and each task's state, attempts, branch, merge commit\n"
-    "and reason. Works while another process drives the run. --json prints\n"
-    "{\"run\": {...}, \"tasks\": [...]} as CLI.md fixes it.\n";
+    "and reason: the question of a blocked worker, the hold line of a held\n"
+    "task, why a task in review awaits approval, the last lines of the\n"
+    "output that failed a task. Below the table, the tasks waiting on you\n"
+    "and the command each one needs. Works while another process drives\n"
+    "the run. --json prints one object:\n"
+    "  {\"run\": {\"id\", \"file\", \"state\", \"reason\"},\n"
+    "   \"tasks\": [{\"id\", \"state\", \"attempts\", \"branch\", "
+    "\"merge_commit\",\n"
+    "              \"reason\"}]}\n";
 
 const char* list_help
   = "usage: taskforce list [--json]\n\n"
     "One line per run of the repository, newest first: id, file, state and\n"
     "its tasks counted by state.\n";
+
+namespace {
+
+// The table's colours (only on a terminal, never with NO_COLOR).
+const char* color_of(task_state s) {
+  switch (s) {
+    case task_state::done: return "32";
+    case task_state::failed:
+    case task_state::conflict:
+    case task_state::blocked: return "31";
+    case task_state::running:
+    case task_state::verifying:
+    case task_state::merging: return "36";
+    case task_state::review:
+    case task_state::held:
+    case task_state::interrupted: return "33";
+    default: return nullptr;
+  }
+}
+
+// A reason on one line: its first line and, when it goes on (a failed
+// task's output), its last one, which usually says what went wrong.
+std::string one_line(const std::string& reason) {
+  auto first = reason.find('\n');
+  auto line = reason.substr(0, first);
+  if (first == std::string::npos)
+    return line;
+  auto last = reason.substr(reason.rfind('\n') + 1);
+  if (last.size() > 80)
+    last = last.substr(0, 77) + "...";
+  return line + " ... " + last;
+}
+
+// The table's note on a task: what it waits for, then why, on one line.
+std::string note_of(const store::task_row& t, bool ask_user_on_blocked,
+                    int unread) {
+  auto first_line = one_line(shown_reason(t).value_or(""));
+  std::string note;
+  switch (awaiting_of(t)) {
+    case awaiting::approval:
+      note = "awaiting approval";
+      if (t.reason)
+        note += ": " + first_line;
+      break;
+    case awaiting::answer:
+      note
+        = ask_user_on_blocked ? "awaiting answer: " + first_line : first_line;
+      break;
+    default: note = first_line;
+  }
+  if (unread > 0) {
+    if (!note.empty())
+      note += "  ";
+    note += "(" + std::to_string(unread)
+            + (unread == 1 ? " message" : " messages") + " not read yet)";
+  }
+  return note;
+}
+
+} // namespace
 
 int run_status_command(const std::vector<std::string>& argv,
                        const global_options& opts) {
@@ -32,43 +101,47 @@ int run_status_command(const std::vector<std::string>& argv,
   auto run = pick_run(db, parsed.value("--run"));
   auto st = db.status(run.id);
   if (parsed.flag("--json")) {
-    std::cout << store::to_status_json(*st) << '\n';
+    std::cout << to_status_json(*st) << '\n';
     return exit_ok;
   }
-  std::cout << "run " << run.id << " (" << run.file << "): "
-            << to_string(run.state);
-  if (run.reason)
-    std::cout << " - " << *run.reason;
+  auto unread = store::mailbox{db}.undelivered_counts(run.id);
+  bool ask = asks_user_on_blocked(st->run);
+  std::cout << "run " << run.id << " (" << st->run.file;
+  for (auto& f : st->added_files)
+    std::cout << " + " << f;
+  std::cout << "): " << to_string(st->run.state);
+  if (st->run.reason)
+    std::cout << " - " << *st->run.reason;
   std::cout << '\n';
   if (auto who = driver_of(root))
     std::cout << *who << '\n';
   bool color = ::isatty(1) == 1 && color_wanted();
+  std::vector<std::string> steps;
   for (auto& t : st->tasks) {
-    std::string state = to_string(t.state);
     std::string line = t.id;
     line.resize(std::max<size_t>(line.size() + 1, 10), ' ');
-    std::string s = state;
+    std::string s = to_string(t.state);
     s.resize(13, ' ');
-    if (color) {
-      const char* c = state == "done"      ? "32"
-                      : state == "failed" || state == "conflict"
-                          || state == "blocked"
-                        ? "31"
-                      : state == "running" || state == "verifying"
-                          || state == "merging"
-                        ? "36"
-                        : "0";
+    if (auto* c = color_of(t.state); color && c)
       s = std::string{"\x1b["} + c + "m" + s + "\x1b[0m";
-    }
     line += s;
     line += "try " + std::to_string(t.attempts) + "  ";
     if (t.merge_commit)
       line += "merged " + t.merge_commit->substr(0, 10) + "  ";
     else if (t.branch)
       line += *t.branch + "  ";
-    if (t.reason)
-      line += *t.reason;
-    std::cout << line << "  " << t.title << '\n';
+    auto i = unread.find(t.id);
+    auto note = note_of(t, ask, i == unread.end() ? 0 : i->second);
+    if (!note.empty())
+      line += note + "  ";
+    std::cout << line << t.title << '\n';
+    if (auto step = next_step(t, ask); !step.empty())
+      steps.push_back(step);
+  }
+  if (!steps.empty()) {
+    std::cout << "waiting on you:\n";
+    for (auto& step : steps)
+      std::cout << "  " << step << '\n';
   }
   return exit_ok;
 }
@@ -89,7 +162,7 @@ int run_list_command(const std::vector<std::string>& argv,
       if (!first)
         std::cout << ',';
       first = false;
-      std::cout << store::to_status_json(*st);
+      std::cout << to_status_json(*st);
     }
     std::cout << "]\n";
     return exit_ok;

@@ -23,6 +23,10 @@ int run_abort_command(const std::vector<std::string>&, const global_options&);
 extern const char* abort_help;
 int run_discard_command(const std::vector<std::string>&, const global_options&);
 extern const char* discard_help;
+int run_inbox_command(const std::vector<std::string>&, const global_options&);
+extern const char* inbox_help;
+int run_report_command(const std::vector<std::string>&, const global_options&);
+extern const char* report_help;
 int run_demo_command(const std::vector<std::string>&, const global_options&);
 extern const char* demo_help;
 int run_serve_command(const std::vector<std::string>&, const global_options&);
@@ -53,6 +57,10 @@ const std::vector<command>& commands() {
      run_abort_command},
     {"discard", "remove a task's worktree and branch", discard_help,
      run_discard_command},
+    {"inbox", "inside a worker: the messages sent to its task, read once",
+     inbox_help, run_inbox_command},
+    {"report", "inside a worker: record a message up to the run", report_help,
+     run_report_command},
     {"demo", "a small project run end to end (--pool: the admission pool)",
      demo_help, run_demo_command},
     {"serve", "serve the pool over JSON lines (stdio or TCP)", serve_help,

@@ -247,7 +247,7 @@ int drive_run(const drive_options& opts) {
       auto last = db.latest_run();
       if (last && last->state == run_state::completed) {
         // A kill after completion may have left merged worktrees behind.
-        remove_merged_leftovers(repo, last->base_branch, last->id, {});
+        git::remove_merged_leftovers(repo, last->base_branch, last->id, {});
         std::cout << "nothing to resume: run " << last->id << " ("
                   << last->file << ") completed\n";
         return exit_ok;
@@ -383,20 +383,25 @@ int drive_run(const drive_options& opts) {
   worker_launcher launch = [&sys, run_id, run_cfg, root, self_exe,
                             git](const run_task& t, uint64_t attempt,
                                  bool fresh, caf::actor orch) {
-    proc::cancel_handle cancel;
     worker_job job;
     job.run_id = run_id;
-    job.task = t;
+    job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
+    job.agent = t.agent;
+    job.timeout_ms = t.timeout_ms;
     job.attempt = attempt;
+    job.invocations = t.invocations;
+    job.previous_failure = t.previous_failure;
+    job.known_worktree = t.worktree;
+    job.session = t.session;
     job.fresh = fresh;
     job.cfg = run_cfg;
     job.root = root;
     job.self_exe = self_exe;
     job.git = git;
     job.orchestrator = orch;
-    job.cancel = cancel;
-    auto actor = spawn_worker(sys, std::move(job));
-    return worker_handle{actor, [cancel] { cancel.kill(); }};
+    // The orchestrator stops it with cancel_atom; the worker kills its
+    // command through the process registry.
+    return worker_handle{spawn_worker(sys, std::move(job)), {}};
   };
   orchestrator_setup os;
   os.run_id = run_id;

@@ -1,6 +1,6 @@
 // Shared pieces of the commands that read and steer a run through the
-// ledger (status, list, logs, diff, abort, discard), also while another
-// process drives it.
+// ledger (status, list, logs, diff, abort, discard, and inbox / report
+// from inside a worker), also while another process drives it.
 #pragma once
 
 #include <filesystem>
@@ -21,5 +21,27 @@ store::run_row pick_run(const store::ledger& db, const std::string& run_id);
 
 /// Whether a process drives a run in this repository right now, and which.
 std::optional<std::string> driver_of(const std::filesystem::path& root);
+
+/// The task a command run inside a worker (or gate) process works for,
+/// from the environment taskforce gives every such process.
+struct worker_env {
+  /// TASKFORCE_REPO: the main repository, whose ledger holds the run.
+  std::filesystem::path repo;
+  /// TASKFORCE_RUN_ID.
+  std::string run_id;
+  /// TASKFORCE_TASK_ID.
+  std::string task_id;
+  /// TASKFORCE_ATTEMPT, when set.
+  std::optional<int> attempt;
+};
+
+/// The worker environment of `command` (`inbox`, `report`). Throws
+/// usage_error naming what is missing or wrong outside a worker.
+worker_env worker_environment(const std::string& command);
+
+/// Opens the ledger of `w.repo` for writing and checks that it has the
+/// run and task `w` names; throws usage_error naming what is not there.
+store::ledger open_worker_ledger(const worker_env& w,
+                                 const std::string& command);
 
 } // namespace taskforce::cli

@@ -15,6 +15,7 @@
 #include "src/net/listen_address.hpp"
 #include "src/text/edit_distance.hpp"
 #include "src/text/file.hpp"
+#include "src/text/json_reader.hpp"
 
 namespace taskforce {
 
@@ -91,170 +92,6 @@ bool integral_text(const std::string& text) {
       return false;
   return true;
 }
-
-/// What stopped the reading of a file, and where.
-struct read_problem {
-  enum kind_t { none, syntax, overflow, too_deep, duplicate };
-  kind_t kind = none;
-  /// The keys whose value was being read, outermost first.
-  std::vector<std::string> path;
-  /// overflow: the number as written; duplicate: the repeated key.
-  std::string token;
-  /// syntax: the parser's description, with line and column.
-  std::string detail;
-  /// Whether it happened inside the value of the innermost key of `path`
-  /// (in an array or object there), not at the value itself.
-  bool inside = false;
-};
-
-/// Builds the document from the parser's events, like the library's own
-/// DOM builder, but keeps what a clear message needs: the key being read
-/// when something goes wrong, numbers as written, a bound on nesting, and
-/// no duplicate keys. Never throws.
-class config_reader : public json::json_sax_t {
- public:
-  /// The document read so far.
-  json root;
-  /// Why reading stopped, if it did.
-  read_problem problem;
-  /// Numbers written with a fraction or an exponent, by "section.key", as
-  /// written.
-  std::map<std::string, std::string> written;
-
-  bool null() override {
-    return put(nullptr);
-  }
-  bool boolean(bool x) override {
-    return put(x);
-  }
-  bool number_integer(number_integer_t x) override {
-    return put(x);
-  }
-  bool number_unsigned(number_unsigned_t x) override {
-    return put(x);
-  }
-  bool number_float(number_float_t x, const string_t& text) override {
-    auto path = open_path();
-    if (path.size() == 2)
-      written[path[0] + "." + path[1]] = text;
-    // A fraction the double lost (1e-400 is not 0) must not pass as an
-    // integer: NaN is refused by every rule.
-    if (std::trunc(x) == x && !integral_text(text))
-      x = std::numeric_limits<double>::quiet_NaN();
-    return put(x);
-  }
-  bool string(string_t& x) override {
-    return put(std::move(x));
-  }
-  bool binary(binary_t& x) override {
-    return put(std::move(x));
-  }
-  bool start_object(std::size_t) override {
-    return open(json::object());
-  }
-  bool key(string_t& k) override {
-    auto& top = frames_.back();
-    if (top.value->contains(k)) {
-      top.key = k;
-      top.key_open = false;
-      stop(read_problem::duplicate);
-      problem.token = k;
-      return false;
-    }
-    top.key = std::move(k);
-    top.key_open = true;
-    return true;
-  }
-  bool end_object() override {
-    return close();
-  }
-  bool start_array(std::size_t) override {
-    return open(json::array());
-  }
-  bool end_array() override {
-    return close();
-  }
-  bool parse_error(std::size_t, const std::string& last_token,
-                   const nlohmann::detail::exception& e) override {
-    // 406: a number beyond the range of a double (1e400).
-    if (e.id == 406) {
-      stop(read_problem::overflow);
-      problem.token = last_token;
-    } else {
-      stop(read_problem::syntax);
-      std::string text = e.what();
-      if (auto at = text.find("parse error at "); at != std::string::npos)
-        text = text.substr(at + 15);
-      else if (auto bracket = text.find("] "); bracket != std::string::npos)
-        text = text.substr(bracket + 2);
-      problem.detail = text;
-    }
-    return false;
-  }
-
- private:
-  struct frame {
-    json* value = nullptr;
-    std::string key;
-    /// The key's value is being read.
-    bool key_open = false;
-  };
-
-  /// The keys whose values are being read, outermost first.
-  std::vector<std::string> open_path() const {
-    std::vector<std::string> result;
-    for (auto& f : frames_) {
-      if (!f.value->is_object() || !f.key_open)
-        break;
-      result.push_back(f.key);
-    }
-    return result;
-  }
-
-  void stop(read_problem::kind_t kind) {
-    problem.kind = kind;
-    problem.path = open_path();
-    problem.inside = frames_.size() > problem.path.size();
-  }
-
-  /// Where the next value goes.
-  json* slot() {
-    if (frames_.empty())
-      return &root;
-    auto& top = frames_.back();
-    if (top.value->is_object())
-      return &(*top.value)[top.key];
-    top.value->push_back(nullptr);
-    return &top.value->back();
-  }
-
-  bool put(json&& x) {
-    *slot() = std::move(x);
-    if (!frames_.empty())
-      frames_.back().key_open = false;
-    return true;
-  }
-
-  bool open(json&& container) {
-    if (frames_.size() >= max_depth) {
-      stop(read_problem::too_deep);
-      return false;
-    }
-    auto target = slot();
-    *target = std::move(container);
-    frames_.push_back(frame{target, {}, false});
-    return true;
-  }
-
-  bool close() {
-    frames_.pop_back();
-    if (!frames_.empty())
-      frames_.back().key_open = false;
-    return true;
-  }
-
-  std::vector<frame> frames_;
-};
 
 /// A violated rule; the caller adds the file and the key.
 struct rule_violation {
@@ -360,7 +197,7 @@ setter one_of(std::string& out, std::vector<std::string> allowed) {
   };
 }
 
-template <class Enum>
+template<class Enum>
 setter one_of_enum(Enum& out, std::vector<std::pair<std::string, Enum>> map) {
   return [&out, map](const json& value) {
     std::vector<std::string> names;
@@ -444,8 +281,9 @@ std::vector<key_rule> pool_rules(pool_config& c) {
                                   {"global", pool_mode::global}})},
     {"queueTimeoutMs", non_negative_integer(c.queue_timeout_ms)},
     {"maxHoldMs", positive_integer(c.max_hold_ms)},
-    {"nested", one_of_enum(c.nested, {{"lend", nested_policy::lend},
-                                      {"fail_fast", nested_policy::fail_fast}})},
+    {"nested",
+     one_of_enum(c.nested, {{"lend", nested_policy::lend},
+                            {"fail_fast", nested_policy::fail_fast}})},
     {"subagentToolNames", strings(c.subagent_tool_names, true, false)},
     {"idleMemoryMs", non_negative_integer(c.idle_memory_ms)},
   };
@@ -546,8 +384,10 @@ void apply_section(const json& section, const std::string& section_name,
                        + shown(section));
   auto known = names_of(rules);
   for (const auto& [key, value] : section.items()) {
-    auto rule = std::find_if(rules.begin(), rules.end(),
-                             [&](const key_rule& r) { return r.name == key; });
+    auto rule
+      = std::find_if(rules.begin(), rules.end(), [&](const key_rule& r) {
+          return r.name == key;
+        });
     if (rule == rules.end())
       throw config_error(
         unknown_key_message(origin, key, known, section_name + "."));
@@ -594,7 +434,7 @@ std::string rule_text(const std::string& section, const std::string& key,
 
 /// The message for a file whose reading stopped at `p`: the key and its
 /// rule where a key was being read, else the place in the file.
-std::string describe(const read_problem& p, const std::string& origin) {
+std::string describe(const json_read_result& p, const std::string& origin) {
   auto where = [&] {
     std::string result;
     for (auto& key : p.path)
@@ -604,16 +444,16 @@ std::string describe(const read_problem& p, const std::string& origin) {
   std::string what;
   json probe;
   switch (p.kind) {
-    case read_problem::overflow:
+    case json_read_result::problem::out_of_range:
       what = shortened(p.token);
       probe = std::numeric_limits<double>::infinity();
       break;
-    case read_problem::too_deep:
+    case json_read_result::problem::too_deep:
       what = "(a value nested deeper than " + std::to_string(max_depth)
              + " levels)";
       probe = json::array({json::array()});
       break;
-    case read_problem::duplicate: {
+    case json_read_result::problem::duplicate_key: {
       auto name = where.empty() ? p.token : where + "." + p.token;
       return origin + ": key \"" + shortened(name)
              + "\" appears twice; each key may be set once";
@@ -623,6 +463,8 @@ std::string describe(const read_problem& p, const std::string& origin) {
       // string: ...; last read: '...'": keep the place and the reason, and
       // only the end of what was read.
       auto detail = p.detail;
+      if (auto at = detail.find("parse error at "); at != std::string::npos)
+        detail = detail.substr(at + 15);
       std::string last_read;
       if (auto at = detail.find("; last read: "); at != std::string::npos) {
         last_read = detail.substr(at + 13);
@@ -663,7 +505,8 @@ std::string describe(const read_problem& p, const std::string& origin) {
     return unknown_key_message(
       origin, key, names_of(rules_of(section, scratch)), section + ".");
   auto name = section + "." + key;
-  if (p.kind == read_problem::too_deep || (p.path.size() == 2 && !p.inside))
+  if (p.kind == json_read_result::problem::too_deep
+      || (p.path.size() == 2 && !p.inside))
     return origin + ": " + name + " = " + what + " is refused: must be " + rule;
   return origin + ": " + name + " holds " + what + ", which is refused: " + name
          + " must be " + rule;
@@ -680,10 +523,24 @@ const char* to_string(nested_policy x) {
 }
 
 config parse_config(const std::string& text, const std::string& origin) {
-  config_reader reader;
-  if (!json::sax_parse(text, &reader))
-    throw config_error(describe(reader.problem, origin));
-  const auto& document = reader.root;
+  // Numbers with a fraction or an exponent, by "section.key", as written;
+  // a fraction the double lost (1e-400 is not 0) must not pass as an
+  // integer: NaN is refused by every rule.
+  std::map<std::string, std::string> written;
+  json_read_options opts;
+  opts.max_depth = max_depth;
+  opts.refuse_duplicate_keys = true;
+  opts.on_float = [&written](double& x, const std::string& number,
+                             const std::vector<std::string>& path) {
+    if (path.size() == 2)
+      written[path[0] + "." + path[1]] = number;
+    if (std::trunc(x) == x && !integral_text(number))
+      x = std::numeric_limits<double>::quiet_NaN();
+  };
+  json document;
+  auto read = read_json(text.data(), text.data() + text.size(), document, opts);
+  if (!read.ok())
+    throw config_error(describe(read, origin));
   if (!document.is_object())
     throw config_error(origin + ": the config must be a JSON object, got "
                        + shown(document));
@@ -692,13 +549,11 @@ config parse_config(const std::string& text, const std::string& origin) {
     if (key == "$schema" || key == "//")
       continue;
     if (key == "pool")
-      apply_section(value, key, pool_rules(result.pool), origin,
-                    reader.written);
+      apply_section(value, key, pool_rules(result.pool), origin, written);
     else if (key == "run")
-      apply_section(value, key, run_rules(result.run), origin, reader.written);
+      apply_section(value, key, run_rules(result.run), origin, written);
     else if (key == "server")
-      apply_section(value, key, server_rules(result.server), origin,
-                    reader.written);
+      apply_section(value, key, server_rules(result.server), origin, written);
     else
       throw config_error(unknown_key_message(origin, key, section_names, ""));
   }

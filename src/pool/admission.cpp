@@ -1,6 +1,7 @@
 #include "src/pool/admission.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <unordered_set>
@@ -50,7 +51,7 @@ bool outcome::empty() const {
 
 // -- intrusive lines ----------------------------------------------------------
 
-template <int Links>
+template<int Links>
 void admission::line<Links>::push_back(holder* x) {
   x->prev[Links] = tail;
   x->next[Links] = nullptr;
@@ -61,7 +62,7 @@ void admission::line<Links>::push_back(holder* x) {
   tail = x;
 }
 
-template <int Links>
+template<int Links>
 void admission::line<Links>::erase(holder* x) {
   if (x->prev[Links] != nullptr)
     x->prev[Links]->next[Links] = x->next[Links];
@@ -150,9 +151,19 @@ acquire_result admission::refuse(errc code, std::string message) {
   return result;
 }
 
+// Harnesses spell the same tool differently (Claude Code's `Task`,
+// OpenCode's `task`): names match without regard to ASCII case.
 bool admission::is_subagent_tool(const std::string& tool) const {
+  auto same = [&tool](const std::string& name) {
+    return name.size() == tool.size()
+           && std::equal(
+             name.begin(), name.end(), tool.begin(), [](char a, char b) {
+               return std::tolower(static_cast<unsigned char>(a))
+                      == std::tolower(static_cast<unsigned char>(b));
+             });
+  };
   const auto& names = cfg_.subagent_tool_names;
-  return std::find(names.begin(), names.end(), tool) != names.end();
+  return std::any_of(names.begin(), names.end(), same);
 }
 
 acquire_result admission::acquire(acquire_request&& req, int64_t now) {
@@ -172,8 +183,7 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
   if (auto i = holders_.find(req.holder); i != holders_.end())
     return refuse(errc::duplicate_holder,
                   "holder " + quoted(req.holder) + " is already "
-                    + (i->second.state == phase::queued ? "queued"
-                                                        : "running")
+                    + (i->second.state == phase::queued ? "queued" : "running")
                     + " on this server");
   if (!req.parent.empty()) {
     // Nested: a free permit of the parent's pool, else the parent's own
@@ -208,8 +218,7 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
       return refuse(errc::pool_full,
                     "no permit is free in pool " + quoted(*p->key) + " ("
                       + std::to_string(p->in_use)
-                      + " in use) and a nested acquire never queues; "
-                      + why);
+                      + " in use) and a nested acquire never queues; " + why);
     }
     auto& h = new_holder(std::move(req.holder));
     h.session = std::move(req.session);
@@ -273,8 +282,7 @@ acquire_result admission::adopt(adopt_request&& req, int64_t now) {
   if (auto i = holders_.find(req.holder); i != holders_.end())
     return refuse(errc::duplicate_holder,
                   "holder " + quoted(req.holder) + " is already "
-                    + (i->second.state == phase::queued ? "queued"
-                                                        : "running")
+                    + (i->second.state == phase::queued ? "queued" : "running")
                     + " on this server");
   auto& p = pool_for(req.session);
   if (!has_free(p))
@@ -534,8 +542,7 @@ admission::permit* admission::take_permit(pool_state& p) {
   return slot;
 }
 
-void admission::grant_running(holder& h, permit* slot, bool lent,
-                              int64_t now) {
+void admission::grant_running(holder& h, permit* slot, bool lent, int64_t now) {
   auto queued_ms = now - h.since;
   h.state = phase::running;
   h.slot = slot;
@@ -570,8 +577,8 @@ void admission::let_go(holder& h, int64_t now) {
     --queued_size_;
     auto queued_ms = now - next->since;
     grant_running(*next, slot, false, now);
-    out_.grants.push_back({next->ticket, grant{true, slot->number, queued_ms,
-                                               false}});
+    out_.grants.push_back(
+      {next->ticket, grant{true, slot->number, queued_ms, false}});
     return;
   }
   p.free_numbers.push_back(slot->number);
@@ -618,9 +625,9 @@ void admission::time_out(holder& h, size_t ahead, int64_t now) {
     {h.ticket, errc::queue_timeout,
      "holder " + quoted(*h.name) + " waited " + std::to_string(waited)
        + " ms for a permit of pool " + quoted(*p.key) + " (queueTimeoutMs "
-       + std::to_string(cfg_.queue_timeout_ms) + "); "
-       + std::to_string(ahead) + (ahead == 1 ? " was" : " were")
-       + " still ahead of it and " + std::to_string(p.in_use)
+       + std::to_string(cfg_.queue_timeout_ms) + "); " + std::to_string(ahead)
+       + (ahead == 1 ? " was" : " were") + " still ahead of it and "
+       + std::to_string(p.in_use)
        + (p.in_use == 1 ? " permit was" : " permits were") + " in use"});
   if (wants_events(h))
     event(pool_event_kind::timed_out, h).waited_ms = waited;
@@ -722,8 +729,7 @@ void admission::forget_old_idles(int64_t now) {
   while (!idle_log_.empty()
          && now - idle_log_.front().first >= cfg_.idle_memory_ms) {
     auto& [at, session] = idle_log_.front();
-    if (auto i = idle_at_.find(session);
-        i != idle_at_.end() && i->second == at)
+    if (auto i = idle_at_.find(session); i != idle_at_.end() && i->second == at)
       idle_at_.erase(i);
     idle_log_.pop_front();
   }
@@ -747,7 +753,9 @@ void admission::collect(const line<1>& from, const std::string& session,
 }
 
 std::string admission::audit() const {
-  auto fail = [](const std::string& what) { return what; };
+  auto fail = [](const std::string& what) {
+    return what;
+  };
   size_t queued = 0;
   size_t running = 0;
   std::unordered_map<const permit*, uint32_t> users;
@@ -788,8 +796,8 @@ std::string admission::audit() const {
     if (p.key != &key)
       return fail("pool " + key + " has a stale key");
     if (p.in_use > cfg_.max_parallel)
-      return fail("pool " + key + " exceeds maxParallel: "
-                  + std::to_string(p.in_use));
+      return fail("pool " + key
+                  + " exceeds maxParallel: " + std::to_string(p.in_use));
     auto i = slots.find(&p);
     auto distinct = i == slots.end() ? 0 : i->second.size();
     if (distinct != p.in_use)

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <thread>
 #include <vector>
@@ -58,6 +59,12 @@ std::mutex grow_mutex;
 std::atomic<bool> closing{false};
 /// Starts between their check of `closing` and the group in its slot.
 std::atomic<int> starting{0};
+
+/// The slot of every registered group by its mark. The lock also orders
+/// kill_running() before forget_group(): a group read from its slot under
+/// it is not reaped yet.
+std::mutex marks_mutex;
+std::map<std::string, std::atomic<pid_t>*> by_mark;
 
 std::atomic<pid_t>* take_slot() {
   for (;;) {
@@ -158,21 +165,31 @@ void write_record(const std::string& folder, const std::string& file,
 registered_group::registered_group(const std::string& record_folder,
                                    std::string mark)
   : slot_(take_slot()), mark_(std::move(mark)) {
-  if (record_folder.empty())
-    return;
-  // The file is named after the unique end of the mark.
-  auto unique = mark_.substr(mark_.rfind('#') + 1);
-  auto file = (fs::path{record_folder} / unique).string();
   try {
-    write_record(record_folder, file, mark_);
+    if (!record_folder.empty()) {
+      // The file is named after the unique end of the mark.
+      auto unique = mark_.substr(mark_.rfind('#') + 1);
+      auto file = (fs::path{record_folder} / unique).string();
+      write_record(record_folder, file, mark_);
+      record_ = file;
+    }
+    std::lock_guard<std::mutex> guard{marks_mutex};
+    by_mark[mark_] = slot_;
   } catch (...) {
+    if (!record_.empty())
+      ::unlink(record_.c_str());
     slot_->store(0);
     throw;
   }
-  record_ = file;
 }
 
 registered_group::~registered_group() {
+  {
+    std::lock_guard<std::mutex> guard{marks_mutex};
+    auto it = by_mark.find(mark_);
+    if (it != by_mark.end() && it->second == slot_)
+      by_mark.erase(it);
+  }
   slot_->store(0);
   if (!record_.empty())
     ::unlink(record_.c_str());
@@ -214,7 +231,19 @@ child registered_group::start(spawn_options opts) {
 }
 
 void registered_group::forget_group() noexcept {
+  std::lock_guard<std::mutex> guard{marks_mutex};
   slot_->store(-1);
+}
+
+bool kill_running(const std::string& mark) {
+  std::lock_guard<std::mutex> guard{marks_mutex};
+  auto it = by_mark.find(mark);
+  if (it == by_mark.end())
+    return false;
+  pid_t pgid = it->second->load();
+  if (pgid <= 0)
+    return false;
+  return ::kill(-pgid, SIGKILL) == 0;
 }
 
 // --- kill everything (signal handler) ----------------------------------------

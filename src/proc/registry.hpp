@@ -6,6 +6,9 @@
 // - running groups: the process group of every command run() watches, in a
 //   lock-free table with no fixed size that a signal handler can read:
 //   kill_all_running() (the second Ctrl-C) kills them all at once.
+// - by mark: the group of every command still running, found by its mark
+//   (unique per run), so that its owner can kill it from another thread
+//   with no handle shared with the runner: kill_running().
 // - records: with a record folder, one file per command, written and synced
 //   before the command starts and removed once nothing carrying its mark
 //   (see mark.hpp) is left, so that the next process finds what a crash of
@@ -73,6 +76,14 @@ class registered_group {
   std::string mark_;
   std::string record_;
 };
+
+/// SIGKILL to the process group of the running command whose mark is
+/// `mark`. Returns false when no such command is running (not started yet,
+/// or its leader already reaped: its group id may name somebody else's
+/// group by now, so it is never signalled). What left the group dies with
+/// the run, which kills every process carrying the mark once its leader is
+/// gone.
+bool kill_running(const std::string& mark);
 
 /// SIGKILL to every group in the table and to every process carrying a mark
 /// of this process (those that left their group); no command starts in this

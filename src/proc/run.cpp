@@ -187,11 +187,17 @@ void sweep_orphans(const env_pattern& marked) {
 /// The output side: the log file and the tail.
 class output_sink {
  public:
-  output_sink(int log_fd, size_t tail_bytes)
-    : log_fd_(log_fd), tail_bytes_(tail_bytes) {}
+  /// Keeps at least `keep_bytes` (for last()); the result gets the last
+  /// `tail_bytes`.
+  output_sink(int log_fd, size_t head_bytes, size_t tail_bytes,
+              size_t keep_bytes)
+    : log_fd_(log_fd), head_bytes_(head_bytes), tail_bytes_(tail_bytes),
+      keep_bytes_(std::max(tail_bytes, keep_bytes)) {}
 
   void add(const char* data, size_t size) {
     total_ += size;
+    if (head_.size() < head_bytes_)
+      head_.append(data, std::min(size, head_bytes_ - head_.size()));
     if (log_fd_ >= 0) {
       size_t done = 0;
       while (done < size) {
@@ -203,11 +209,16 @@ class output_sink {
         done += static_cast<size_t>(n);
       }
     }
-    if (tail_bytes_ == 0)
+    if (keep_bytes_ == 0)
       return;
     tail_.append(data, size);
-    if (tail_.size() > 2 * tail_bytes_ + 65536)
-      tail_.erase(0, tail_.size() - tail_bytes_);
+    if (tail_.size() > 2 * keep_bytes_ + 65536)
+      tail_.erase(0, tail_.size() - keep_bytes_);
+  }
+
+  /// The last `n` bytes of the output so far.
+  std::string last(size_t n) const {
+    return tail_.size() <= n ? tail_ : tail_.substr(tail_.size() - n);
   }
 
   void finish(run_result& result) {
@@ -215,12 +226,16 @@ class output_sink {
       tail_.erase(0, tail_.size() - tail_bytes_);
     result.tail = std::move(tail_);
     result.tail_truncated = total_ > tail_bytes_;
+    result.head = std::move(head_);
   }
 
  private:
   int log_fd_;
+  size_t head_bytes_;
   size_t tail_bytes_;
+  size_t keep_bytes_;
   size_t total_ = 0;
+  std::string head_;
   std::string tail_;
 };
 
@@ -325,7 +340,8 @@ run_result run(const run_options& opts) {
     }
   }
   // In the registry (and its record on disk) before anything starts.
-  registered_group group{opts.record_folder, new_mark(opts.label)};
+  registered_group group{opts.record_folder,
+                         opts.mark.empty() ? new_mark(opts.label) : opts.mark};
   auto own_entry = std::string{mark_entry} + group.mark();
   env_pattern marked{own_entry.c_str(), "", true};
   spawn_options so;
@@ -365,7 +381,9 @@ run_result run(const run_options& opts) {
     }
   }
   pid_fd = open_pidfd(c.pid);
-  output_sink sink{log_fd, opts.tail_bytes};
+  output_sink sink{log_fd, opts.head_bytes, opts.tail_bytes,
+                   opts.on_output ? opts.output_bytes : 0};
+  std::optional<clock_type::time_point> next_output;
   std::optional<clock_type::time_point> timeout_at;
   if (opts.timeout.count() > 0)
     timeout_at = deadline_after(started, opts.timeout);
@@ -439,6 +457,11 @@ run_result run(const run_options& opts) {
       if (!pump(out_fd, sink)) {
         ::close(out_fd);
         out_fd = -1;
+      }
+      auto at = clock_type::now();
+      if (opts.on_output && (!next_output || at >= *next_output)) {
+        next_output = deadline_after(at, opts.output_interval);
+        opts.on_output(sink.last(opts.output_bytes));
       }
     }
     (void)pid_index; // the leader is checked at the top of the loop

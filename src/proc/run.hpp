@@ -72,6 +72,9 @@ struct run_options {
   bool append_log = false;
   /// How much of the end of the output to keep in memory.
   size_t tail_bytes = 64 * 1024;
+  /// How much of the start of the output to keep in memory (where a
+  /// program prints its banner).
+  size_t head_bytes = 0;
   /// The wall-clock limit; zero = none. However large, it is a limit that
   /// far away (it saturates, never wraps).
   std::chrono::milliseconds timeout{0};
@@ -81,10 +84,22 @@ struct run_options {
   cancel_handle cancel;
   /// Called on the run's thread right after the start with the pid (= pgid).
   std::function<void(pid_t)> on_start;
+  /// Called on the run's thread as output arrives, at most once per
+  /// `output_interval`, with the last `output_bytes` of the output so far;
+  /// empty = never.
+  std::function<void(const std::string&)> on_output;
+  /// The least time between two on_output calls.
+  std::chrono::milliseconds output_interval{1000};
+  /// How much of the output's end on_output gets.
+  size_t output_bytes = 4096;
   /// The start of the mark every process of the run carries (in the
   /// environment, with a unique suffix), e.g. "<run>/<task>/":
   /// kill_leftovers(label) finds them.
   std::string label;
+  /// The whole mark to use, made by new_mark(label) beforehand, so that the
+  /// caller knows it and can kill_running(mark) from another thread;
+  /// empty = a fresh one from `label`.
+  std::string mark;
   /// A folder where the run is recorded (written and synced before the
   /// command starts, removed when its last process is gone), so that
   /// recover_leftovers(record_folder) finds what survived a crash of this
@@ -108,6 +123,8 @@ struct run_result {
   std::string tail;
   /// True when the output was longer than the tail.
   bool tail_truncated = false;
+  /// The first `head_bytes` of the output.
+  std::string head;
   /// The pid (= pgid) the command ran as; -1 when it never started.
   pid_t pid = -1;
   /// Exited with code 0, neither timed out nor cancelled.

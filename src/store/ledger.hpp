@@ -17,6 +17,11 @@
 // - Failures throw `store::ledger_error`; nothing is half written.
 // - Timestamps are milliseconds since the Unix epoch, passed in by the
 //   caller (`wall_clock_ms()` in production, fixed values in tests).
+//
+// The pieces: sqlite.hpp (connection, statements, transactions), schema.hpp
+// (tables, creation, migrations, refusing what is not a ledger), this file
+// (runs, tasks, attempts, events) and mailbox.hpp (mail to and from
+// workers). What the commands print is the command line's business.
 #pragma once
 
 #include <cstdint>
@@ -24,27 +29,23 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "src/run/task_state.hpp"
-
-struct sqlite3;
+#include "src/store/error.hpp"
+#include "src/store/schema.hpp"
 
 namespace taskforce::store {
 
-namespace detail {
-
-/// The connection's prepared statements (ledger.cpp).
-struct statement_cache;
-
-} // namespace detail
+namespace sqlite {
+class connection;
+} // namespace sqlite
 
 /// The schema version this code writes (`PRAGMA user_version`).
-constexpr int ledger_schema_version = 1;
+constexpr int ledger_schema_version = schema::current;
 
 /// The database's file name inside `.taskforce/`.
 constexpr const char* ledger_file_name = "ledger.sqlite";
@@ -65,38 +66,6 @@ std::string content_hash(std::string_view bytes);
 /// `logs/<run>/<task>/attempt-<n>`, holding `worker.log` and `verify.log`.
 std::string attempt_log_dir(const std::string& run_id,
                             const std::string& task_id, int number);
-
-/// Why a ledger call failed.
-enum class ledger_errc {
-  /// SQLite reported an error (I/O, corruption, busy past the timeout…).
-  sqlite,
-  /// The database was written by a newer schema, or is not a ledger.
-  schema,
-  /// The run or task does not exist.
-  not_found,
-  /// The run or task already exists.
-  duplicate,
-  /// The lifecycle forbids the move, or the task was not in `expect`.
-  invalid_transition,
-  /// A JSON argument is not a JSON object.
-  bad_json,
-};
-
-/// A failed ledger call: `what()` says what and why, SQLite's message
-/// included.
-class ledger_error : public std::runtime_error {
- public:
-  ledger_error(ledger_errc code, const std::string& what)
-    : std::runtime_error(what), code_(code) {}
-
-  /// The kind of failure.
-  ledger_errc code() const noexcept {
-    return code_;
-  }
-
- private:
-  ledger_errc code_;
-};
 
 /// How an attempt ended (attempts.state).
 enum class attempt_state : uint8_t {
@@ -152,7 +121,8 @@ struct run_row {
 struct task_row {
   std::string run_id;
   std::string id;
-  /// 1-based position among the file's tasks.
+  /// 1-based position among the run's tasks: its file's, then those of
+  /// each added file in the order added.
   int index = 0;
   std::string title;
   task_state state = task_state::pending;
@@ -174,6 +144,10 @@ struct task_row {
   std::optional<int64_t> finished_ms;
   /// The sum over its attempts.
   store::usage usage;
+  /// A person approved the held task: the hold stays lifted at resume.
+  bool hold_lifted = false;
+  /// The agent session its worker reported, to continue it.
+  std::optional<std::string> session;
 };
 
 /// One row of `attempts`.
@@ -211,10 +185,6 @@ struct event_row {
   std::string data_json = "{}";
 };
 
-/// The event as one JSON line (no newline):
-/// `{"seq":…,"run":…,"task":…|null,"at_ms":…,"kind":…,"data":{…}}`.
-std::string to_json_line(const event_row& x);
-
 // --- arguments ---------------------------------------------------------------
 
 /// A task as the run is created.
@@ -225,6 +195,18 @@ struct new_task {
   /// pending, or done / held / skipped when the file says so.
   task_state state = task_state::pending;
   std::optional<std::string> reason;
+};
+
+/// Tasks that join an unfinished run (`taskforce add FILE`).
+struct added_tasks {
+  std::string run_id;
+  /// The task file they come from, relative to the repository; parsed
+  /// again at every resume.
+  std::string file;
+  /// Their `index` is their 1-based position in `file`; each is stored at
+  /// the run's last index plus that, so they follow the run's tasks in
+  /// file order.
+  std::vector<new_task> tasks;
 };
 
 /// A run as it is created, with all its tasks.
@@ -252,6 +234,18 @@ struct task_fields {
   /// Sets branch and worktree to null (`discard` removed them); wins over
   /// `branch` and `worktree` above.
   bool clear_branch_and_worktree = false;
+  /// The agent session to continue (a worker reported it).
+  std::optional<std::string> session;
+  /// True: a person approved the held task, the hold stays lifted at
+  /// resume; false: the hold applies again.
+  std::optional<bool> hold_lifted;
+
+  /// Whether no column is set.
+  bool empty() const {
+    return !branch && !worktree && !merge_commit && !conflict_paths
+           && !gate_tail && !clear_branch_and_worktree && !session
+           && !hold_lifted;
+  }
 };
 
 /// A task transition and what goes with it, written in one transaction.
@@ -318,13 +312,9 @@ struct recovery {
 struct run_status {
   run_row run;
   std::vector<task_row> tasks;
+  /// Files added to the run (`taskforce add`), in the order added.
+  std::vector<std::string> added_files;
 };
-
-/// The CLI.md `status --json` object, exactly:
-/// `{"run":{"id","file","state","reason"},
-///   "tasks":[{"id","state","attempts","branch","merge_commit","reason"}]}`
-/// (absent values are null).
-std::string to_status_json(const run_status& x);
 
 /// A run with its tasks counted by state (`taskforce list`).
 struct run_summary {
@@ -405,6 +395,17 @@ class ledger {
   /// Every run, newest first, with its tasks counted by state.
   std::vector<run_summary> list_runs() const;
 
+  /// Appends tasks to an unfinished run and records their file, with a
+  /// `run.tasks_added` event, in one transaction: all of them or none.
+  /// Throws not_found (no run), duplicate (an id the run has, or one given
+  /// twice) or invalid_transition (the run is completed or aborted, or a
+  /// task cannot start its life in its state). Returns the file's position
+  /// among the added files (1 for the first).
+  int add_tasks(const added_tasks& added, int64_t now_ms);
+
+  /// The files added to the run, in the order added.
+  std::vector<std::string> added_files(const std::string& run_id) const;
+
   // -- tasks --
 
   /// Moves a task and writes its `task.state` event in one transaction; the
@@ -476,6 +477,12 @@ class ledger {
   std::optional<task_history> history(const std::string& run_id,
                                       const std::string& task_id) const;
 
+  /// The schema version of the file (older than ledger_schema_version only
+  /// on a read-only connection to a ledger nobody migrated yet).
+  int schema_version() const {
+    return version_;
+  }
+
   // -- recovery --
 
   /// After the process that drove `run_id` died (or on Ctrl-C): in one
@@ -487,11 +494,14 @@ class ledger {
                             const std::string& reason, int64_t now_ms);
 
  private:
-  ledger(sqlite3* db, std::filesystem::path path);
+  friend class mailbox;
 
-  sqlite3* db_ = nullptr;
+  ledger(std::unique_ptr<sqlite::connection> db, std::filesystem::path path,
+         int version);
+
+  std::unique_ptr<sqlite::connection> db_;
   std::filesystem::path path_;
-  std::unique_ptr<detail::statement_cache> cache_;
+  int version_ = 0;
 };
 
 } // namespace taskforce::store

@@ -12,6 +12,7 @@
 
 #include "src/proc/spawn.hpp"
 #include "src/taskfile/raw_task.hpp"
+#include "src/time/duration.hpp"
 
 namespace taskforce::taskfile {
 
@@ -61,8 +62,8 @@ run_parser_command(std::string_view text, const parse_options& opts,
   size_t written = 0;
   bool timed_out = false;
   bool too_big = false;
-  auto deadline = std::chrono::steady_clock::now()
-                  + std::chrono::milliseconds{opts.parser_timeout_ms};
+  auto deadline = saturating_deadline<std::chrono::steady_clock>(
+    std::chrono::steady_clock::now(), saturating_ms(opts.parser_timeout_ms));
   if (text.empty())
     close_fd(child.stdin_fd);
   while (child.stdout_fd >= 0 || child.stderr_fd >= 0) {

@@ -1,8 +1,11 @@
 #include "src/worker/agent_preset.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <random>
+#include <regex>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -34,20 +37,30 @@ const std::map<std::string, std::string>& builtins() {
 }
 )"},
     {"claude", R"({
-  "description": "Claude Code in print mode: reads the prompt, edits files in the worktree without asking, prints its final message",
+  "description": "Claude Code in print mode: reads the prompt, edits files in the worktree without asking, prints its final message; later turns resume the session taskforce named",
   "argv": ["claude", "-p", "{prompt}", ["--model", "{model}"],
-           "--permission-mode", "acceptEdits", "--output-format", "text"]
+           ["--session-id", "{session}"],
+           "--permission-mode", "acceptEdits", "--output-format", "text"],
+  "continue": ["claude", "-p", "{prompt}", "--resume", "{session}",
+               ["--model", "{model}"],
+               "--permission-mode", "acceptEdits", "--output-format", "text"],
+  "session": "uuid"
 }
 )"},
-    {"codex", R"({
-  "description": "Codex exec: may write inside the worktree only, prints its final message on stdout",
+    {"codex", R"preset({
+  "description": "Codex exec: may write inside the worktree only, prints its final message on stdout; later turns resume the session it named in its banner",
   "argv": ["codex", "exec", ["--model", "{model}"], "--sandbox", "workspace-write",
-           "--cd", "{worktree}", "{prompt}"]
+           "--cd", "{worktree}", "{prompt}"],
+  "continue": ["codex", "exec", "resume", ["--model", "{model}"],
+               "-c", "sandbox_mode=\"workspace-write\"", "{session}", "{prompt}"],
+  "session": {"pattern": "session id: ([0-9a-fA-F-]{36})"}
 }
-)"},
+)preset"},
     {"opencode", R"({
-  "description": "OpenCode's non-interactive run: one message, the session's final answer on stdout",
-  "argv": ["opencode", "run", ["--model", "{model}"], "{prompt}"]
+  "description": "OpenCode's non-interactive run: one message, the session's final answer on stdout; later turns continue the last session of the task's worktree",
+  "argv": ["opencode", "run", ["--model", "{model}"], "{prompt}"],
+  "continue": ["opencode", "run", "--continue", ["--model", "{model}"], "{prompt}"],
+  "session": "directory"
 }
 )"},
   };
@@ -56,7 +69,8 @@ const std::map<std::string, std::string>& builtins() {
 
 const std::vector<std::string>& placeholder_names() {
   static const std::vector<std::string> names{
-    "prompt", "prompt_file", "model", "worktree", "task_id", "title", "files"};
+    "prompt",  "prompt_file", "model", "worktree",
+    "task_id", "title",       "files", "session"};
   return names;
 }
 
@@ -96,7 +110,7 @@ std::vector<piece> split_template(const std::string& t,
         msg += " (did you mean {" + near + "}?)";
       else
         msg += " (known: {prompt}, {prompt_file}, {model}, {worktree}, "
-               "{task_id}, {title}, {files})";
+               "{task_id}, {title}, {files}, {session})";
       throw preset_error(msg);
     }
     if (!literal.empty())
@@ -121,7 +135,6 @@ void check_template(const std::string& t, const std::string& where,
                          + ": {files} must be a whole argument of its own");
 }
 
-
 bool has_glob(const std::string& path) {
   return path.find_first_of("*?[") != std::string::npos;
 }
@@ -138,6 +151,8 @@ const std::string& value_of(const std::string& name, const agent_values& v) {
     return v.worktree;
   if (name == "task_id")
     return v.task_id;
+  if (name == "session")
+    return v.session;
   return v.title;
 }
 
@@ -159,6 +174,114 @@ std::string expand(const std::string& t, const agent_values& v,
   return out;
 }
 
+/// Parses an argv template (`key`: "argv" or "continue") into `argv` and
+/// `grouped`.
+void parse_argv(const json& value, const std::string& origin,
+                const std::string& key,
+                std::vector<std::vector<std::string>>& argv,
+                std::vector<bool>& grouped) {
+  if (!value.is_array() || value.empty())
+    throw preset_error(origin + ": \"" + key + "\" must be a non-empty array");
+  for (size_t i = 0; i < value.size(); ++i) {
+    const auto& e = value[i];
+    std::string where = origin + ": " + key + "[" + std::to_string(i) + "]";
+    std::vector<std::string> group;
+    if (e.is_string()) {
+      group.push_back(e.get<std::string>());
+      check_template(group.back(), where, true);
+      grouped.push_back(false);
+    } else if (e.is_array() && !e.empty()) {
+      for (size_t k = 0; k < e.size(); ++k) {
+        auto w = where + "[" + std::to_string(k) + "]";
+        if (!e[k].is_string())
+          throw preset_error(w + ": must be a string");
+        group.push_back(e[k].get<std::string>());
+        check_template(group.back(), w, false);
+      }
+      grouped.push_back(true);
+    } else {
+      throw preset_error(where
+                         + ": must be a string or a non-empty array "
+                           "of strings (an optional group)");
+    }
+    argv.push_back(std::move(group));
+  }
+  if (grouped[0] || argv[0][0].empty()
+      || argv[0][0].find('{') != std::string::npos)
+    throw preset_error(origin + ": " + key
+                       + "[0] must be the program, a plain non-empty string");
+}
+
+/// Whether a template mentions {session}.
+bool uses_session(const std::vector<std::vector<std::string>>& argv) {
+  for (auto& group : argv)
+    for (auto& t : group)
+      for (auto& piece : split_template(t, ""))
+        if (piece.placeholder && piece.text == "session")
+          return true;
+  return false;
+}
+
+/// Reads "continue" and "session" and checks that they fit together.
+void parse_continuation(const json& j, const std::string& origin,
+                        agent_preset& p) {
+  using source = agent_preset::session_source;
+  auto cont = j.find("continue");
+  auto session = j.find("session");
+  const std::string kinds = "\"uuid\", \"directory\" or {\"pattern\": "
+                            "\"a regular expression with one group\"}";
+  if (cont != j.end())
+    parse_argv(*cont, origin, "continue", p.continue_argv, p.continue_grouped);
+  if (session != j.end()) {
+    if (session->is_string() && *session == "uuid") {
+      p.session = source::uuid;
+    } else if (session->is_string() && *session == "directory") {
+      p.session = source::directory;
+    } else if (session->is_object() && session->size() == 1
+               && session->contains("pattern")
+               && (*session)["pattern"].is_string()) {
+      p.session = source::output;
+      p.session_pattern = (*session)["pattern"].get<std::string>();
+      try {
+        std::regex re{p.session_pattern};
+        if (re.mark_count() < 1)
+          throw preset_error(origin
+                             + ": session.pattern needs a group, (...), "
+                               "around the session id");
+      } catch (const std::regex_error& e) {
+        throw preset_error(origin + ": session.pattern is not a valid "
+                           + "regular expression: " + e.what());
+      }
+    } else {
+      throw preset_error(origin + ": \"session\" must be " + kinds);
+    }
+  }
+  if (cont != j.end() && session == j.end())
+    throw preset_error(origin
+                       + ": \"continue\" needs \"session\", how the "
+                         "session to continue is known: "
+                       + kinds);
+  if (cont == j.end() && session != j.end())
+    throw preset_error(origin
+                       + ": \"session\" without \"continue\" continues "
+                         "nothing; add the \"continue\" argv");
+  if (uses_session(p.argv) && p.session != source::uuid)
+    throw preset_error(origin
+                       + ": {session} in \"argv\" needs \"session\": "
+                         "\"uuid\" (only a session taskforce names is "
+                         "known before the first turn)");
+  if (p.session == source::directory && uses_session(p.continue_argv))
+    throw preset_error(origin
+                       + ": with \"session\": \"directory\" the CLI "
+                         "finds its session itself; \"continue\" may not "
+                         "use {session}");
+  if ((p.session == source::uuid || p.session == source::output)
+      && !uses_session(p.continue_argv))
+    throw preset_error(origin
+                       + ": \"continue\" must name the session with "
+                         "{session}");
+}
+
 } // namespace
 
 agent_preset parse_agent_preset(const std::string& text,
@@ -167,12 +290,13 @@ agent_preset parse_agent_preset(const std::string& text,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw preset_error(origin + ":" + line_and_column(text, e.byte) + ": " + e.what());
+    throw preset_error(origin + ":" + line_and_column(text, e.byte) + ": "
+                       + e.what());
   }
   if (!j.is_object())
     throw preset_error(origin + ": a preset must be a JSON object");
-  static const std::vector<std::string> keys{"description", "argv", "env",
-                                             "stdin"};
+  static const std::vector<std::string> keys{
+    "description", "argv", "env", "stdin", "continue", "session"};
   for (auto& [key, value] : j.items()) {
     if (std::find(keys.begin(), keys.end(), key) != keys.end())
       continue;
@@ -194,37 +318,7 @@ agent_preset parse_agent_preset(const std::string& text,
     throw preset_error(origin
                        + ": \"argv\" is required (the program and "
                          "its arguments)");
-  if (!argv->is_array() || argv->empty())
-    throw preset_error(origin + ": \"argv\" must be a non-empty array");
-  for (size_t i = 0; i < argv->size(); ++i) {
-    const auto& e = (*argv)[i];
-    std::string where = origin + ": argv[" + std::to_string(i) + "]";
-    std::vector<std::string> group;
-    if (e.is_string()) {
-      group.push_back(e.get<std::string>());
-      check_template(group.back(), where, true);
-      p.grouped.push_back(false);
-    } else if (e.is_array() && !e.empty()) {
-      for (size_t k = 0; k < e.size(); ++k) {
-        auto w = where + "[" + std::to_string(k) + "]";
-        if (!e[k].is_string())
-          throw preset_error(w + ": must be a string");
-        group.push_back(e[k].get<std::string>());
-        check_template(group.back(), w, false);
-      }
-      p.grouped.push_back(true);
-    } else {
-      throw preset_error(where
-                         + ": must be a string or a non-empty array "
-                           "of strings (an optional group)");
-    }
-    p.argv.push_back(std::move(group));
-  }
-  if (p.grouped[0] || p.argv[0][0].empty()
-      || p.argv[0][0].find('{') != std::string::npos)
-    throw preset_error(origin
-                       + ": argv[0] must be the program, a plain "
-                         "non-empty string");
+  parse_argv(*argv, origin, "argv", p.argv, p.grouped);
   if (auto it = j.find("env"); it != j.end()) {
     if (!it->is_object())
       throw preset_error(origin + ": \"env\" must be an object of strings");
@@ -248,6 +342,7 @@ agent_preset parse_agent_preset(const std::string& text,
     check_template(it->get<std::string>(), origin + ": stdin", false);
     p.stdin_template = it->get<std::string>();
   }
+  parse_continuation(j, origin, p);
   return p;
 }
 
@@ -309,7 +404,13 @@ std::string builtin_agent_preset_text(const std::string& name) {
 }
 
 agent_command expand_agent_preset(const agent_preset& preset,
-                                  const agent_values& values) {
+                                  const agent_values& values, bool continuing) {
+  if (continuing && !preset.can_continue())
+    throw preset_error(preset.origin + ": cannot continue a session (no "
+                       + "\"continue\" argv)");
+  const auto& argv = continuing ? preset.continue_argv : preset.argv;
+  const auto& grouped = continuing ? preset.continue_grouped : preset.grouped;
+  const std::string key = continuing ? "continue" : "argv";
   agent_command cmd;
   auto check_size = [&](const std::string& arg, const std::string& where) {
     if (arg.size() > max_argument)
@@ -319,10 +420,10 @@ agent_command expand_agent_preset(const agent_preset& preset,
         + "hold (" + std::to_string(max_argument)
         + "); pass the prompt with {prompt_file} or \"stdin\" instead");
   };
-  for (size_t i = 0; i < preset.argv.size(); ++i) {
-    const auto& group = preset.argv[i];
-    std::string where = "argv[" + std::to_string(i) + "]";
-    if (group.size() == 1 && group[0] == "{files}" && !preset.grouped[i]) {
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const auto& group = argv[i];
+    std::string where = key + "[" + std::to_string(i) + "]";
+    if (group.size() == 1 && group[0] == "{files}" && !grouped[i]) {
       // Globs cannot be handed to an agent as files; plain paths can.
       for (auto& f : values.files)
         if (!has_glob(f))
@@ -334,7 +435,7 @@ agent_command expand_agent_preset(const agent_preset& preset,
     for (auto& t : group)
       expanded.push_back(
         expand(t, values, preset.origin + ": " + where, empty));
-    if (empty && preset.grouped[i])
+    if (empty && grouped[i])
       continue; // an optional group with nothing to say
     for (auto& arg : expanded) {
       check_size(arg, where);
@@ -352,6 +453,35 @@ agent_command expand_agent_preset(const agent_preset& preset,
       = expand(preset.stdin_template, values, preset.origin + ": stdin", empty);
   }
   return cmd;
+}
+
+std::string find_session(const agent_preset& preset,
+                         const std::string& output) {
+  if (preset.session != agent_preset::session_source::output)
+    return {};
+  std::smatch m;
+  std::regex re{preset.session_pattern};
+  if (!std::regex_search(output, m, re) || m.size() < 2)
+    return {};
+  return m[1].str();
+}
+
+std::string new_session_uuid() {
+  static thread_local std::mt19937_64 gen{[] {
+    std::random_device rd;
+    std::seed_seq seq{rd(), rd(), rd(), rd(), rd(), rd(), rd(), rd()};
+    return std::mt19937_64{seq};
+  }()};
+  uint64_t hi = gen(), lo = gen();
+  hi = (hi & ~uint64_t{0xF000}) | 0x4000;                     // version 4
+  lo = (lo & ~(uint64_t{0xC} << 60)) | (uint64_t{0x8} << 60); // RFC 4122
+  char buf[37];
+  std::snprintf(
+    buf, sizeof buf, "%08x-%04x-%04x-%04x-%012llx",
+    static_cast<unsigned>(hi >> 32), static_cast<unsigned>((hi >> 16) & 0xFFFF),
+    static_cast<unsigned>(hi & 0xFFFF), static_cast<unsigned>(lo >> 48),
+    static_cast<unsigned long long>(lo & 0xFFFFFFFFFFFFull));
+  return buf;
 }
 
 } // namespace taskforce

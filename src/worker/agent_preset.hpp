@@ -8,7 +8,9 @@
 //     "description": "Claude Code in print mode",
 //     "argv": ["claude", "-p", "{prompt}", ["--model", "{model}"]],
 //     "env": {"SOME_VAR": "{worktree}"},
-//     "stdin": "{prompt_file}"
+//     "stdin": "{prompt_file}",
+//     "continue": ["claude", "-p", "{prompt}", "--resume", "{session}"],
+//     "session": "uuid"
 //   }
 //
 // `argv` holds strings and groups (arrays of strings); a group is dropped as
@@ -51,6 +53,31 @@ struct agent_preset {
   std::map<std::string, std::string> env;
   /// The stdin template; empty = /dev/null.
   std::string stdin_template;
+  /// The argv template of a turn that continues the session (same shape as
+  /// argv); empty = the preset cannot continue.
+  std::vector<std::vector<std::string>> continue_argv;
+  /// Whether each element of `continue_argv` was written as a group.
+  std::vector<bool> continue_grouped;
+  /// How the session to continue is known.
+  enum class session_source {
+    /// Not at all: the preset cannot continue.
+    none,
+    /// taskforce names it with a fresh UUID.
+    uuid,
+    /// Read from the output with `session_pattern`.
+    output,
+    /// The CLI's last session in its working directory.
+    directory,
+  };
+  /// How the session to continue is known.
+  session_source session = session_source::none;
+  /// For `output`: an ECMAScript regular expression with one group.
+  std::string session_pattern;
+
+  /// Whether a later turn may continue the session.
+  bool can_continue() const {
+    return !continue_argv.empty();
+  }
 };
 
 /// The values placeholders expand to.
@@ -70,6 +97,8 @@ struct agent_values {
   std::string title;
   /// The task's declared write scope.
   std::vector<std::string> files;
+  /// The agent session: a new one to name (uuid) or the one to continue.
+  std::string session;
 };
 
 /// A preset expanded for one run.
@@ -101,9 +130,19 @@ std::vector<std::string> builtin_agent_presets();
 /// when unknown.
 std::string builtin_agent_preset_text(const std::string& name);
 
-/// Expands the preset. Throws preset_error when an argument would exceed
-/// what one exec argument may hold (128 KiB), naming the placeholder.
+/// Expands the preset (its `continue` argv when `continuing`). Throws
+/// preset_error when an argument would exceed what one exec argument may
+/// hold (128 KiB), naming the placeholder.
 agent_command expand_agent_preset(const agent_preset& preset,
-                                  const agent_values& values);
+                                  const agent_values& values,
+                                  bool continuing = false);
+
+/// The session named in `output` by the preset's pattern (its first group
+/// of the first match); "" when the preset does not read it from the
+/// output or nothing matches.
+std::string find_session(const agent_preset& preset, const std::string& output);
+
+/// A fresh random UUID (version 4), lowercase: a new agent session's name.
+std::string new_session_uuid();
 
 } // namespace taskforce

@@ -47,6 +47,55 @@ std::string tail_of(const std::string& text, size_t limit) {
          + text.substr(start);
 }
 
+std::string quoted_list(const std::vector<std::string>& texts) {
+  std::string out;
+  for (auto& t : texts) {
+    auto text = trimmed(t);
+    auto fence = fence_for(text);
+    out += fence + "text\n" + text + "\n" + fence + "\n\n";
+  }
+  return out;
+}
+
+std::string repair_section(int round, const std::string& result,
+                           const std::string& gate_tail) {
+  auto tail = tail_of(gate_tail, max_prompt_gate_tail);
+  auto fence = fence_for(tail);
+  std::ostringstream out;
+  out << "## Repair (round " << round << ")\n\n"
+      << "Your changes are still in the working tree, but the verification "
+         "command failed"
+      << (result.empty() ? "" : " (" + result + ")")
+      << ". The end of its output:\n\n"
+      << fence << "text\n"
+      << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << fence
+      << "\n\nFix the cause in place, then report again.\n\n";
+  return out.str();
+}
+
+std::string mail_sections(const std::vector<std::string>& answers,
+                          const std::vector<std::string>& messages) {
+  std::string out;
+  if (!answers.empty())
+    out += "## The answer to your question\n\nYou stopped and asked; a person "
+           "answered:\n\n"
+           + quoted_list(answers)
+           + "Go on with the task in the light of it, then report again.\n\n";
+  if (!messages.empty())
+    out += "## Messages\n\nWhile you worked, these messages were sent to "
+           "this task:\n\n"
+           + quoted_list(messages)
+           + "Take them into account, then report again.\n\n";
+  return out;
+}
+
+std::string without_trailing_blank_lines(std::string text) {
+  while (text.size() > 1 && text[text.size() - 1] == '\n'
+         && text[text.size() - 2] == '\n')
+    text.pop_back();
+  return text;
+}
+
 } // namespace
 
 // The example block is deliberately not valid JSON: an agent that echoes
@@ -98,18 +147,9 @@ std::string compose_prompt(const prompt_request& r) {
   if (!r.previous_failure.empty())
     out << "## Previous attempt\n\nAn earlier attempt at this task failed: "
         << trimmed(r.previous_failure) << "\n\n";
-  if (r.repair_round > 0) {
-    auto tail = tail_of(r.gate_tail, max_prompt_gate_tail);
-    auto fence = fence_for(tail);
-    out << "## Repair (round " << r.repair_round << ")\n\n"
-        << "Your changes are still in the working tree, but the verification "
-           "command failed"
-        << (r.gate_result.empty() ? "" : " (" + r.gate_result + ")")
-        << ". The end of its output:\n\n"
-        << fence << "text\n"
-        << tail << (tail.empty() || tail.back() == '\n' ? "" : "\n") << fence
-        << "\n\nFix the cause in place, then report again.\n\n";
-  }
+  if (r.repair_round > 0)
+    out << repair_section(r.repair_round, r.gate_result, r.gate_tail);
+  out << mail_sections(r.answers, r.messages);
   if (r.contract)
     out << worker_contract_text() << '\n';
   auto extra = trimmed(r.instructions);
@@ -121,11 +161,21 @@ std::string compose_prompt(const prompt_request& r) {
     if (!file_extra.empty())
       out << file_extra << "\n\n";
   }
-  auto text = out.str();
-  while (text.size() > 1 && text[text.size() - 1] == '\n'
-         && text[text.size() - 2] == '\n')
-    text.pop_back();
-  return text;
+  return without_trailing_blank_lines(out.str());
+}
+
+std::string compose_follow_up(const turn_input& turn) {
+  std::string out;
+  if (turn.kind == turn_kind::repair)
+    out += repair_section(turn.repair_round, turn.gate_result, turn.gate_tail);
+  out += mail_sections(turn.answers, turn.messages);
+  // No marker and no JSON here: an agent that echoes this prompt and
+  // stops must not pass it off as its report.
+  out += "When you are finished, end your final message with your report "
+         "exactly as the task's instructions asked at the start: the fenced "
+         "JSON block with status done or blocked, summary and files, as the "
+         "last thing you print.\n";
+  return without_trailing_blank_lines(out);
 }
 
 std::string read_instructions_file(const std::string& path,

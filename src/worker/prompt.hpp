@@ -1,10 +1,14 @@
 // The prompt of the `agent` backend: the task, its write scope, its gate,
-// the failure to repair (on a repair round), the worker contract (how to
-// report) and the run's extra instructions.
+// the failure to repair (on a repair round), the answers and messages of a
+// later turn, the worker contract (how to report) and the run's extra
+// instructions; and the short follow-up prompt of a turn that continues the
+// agent's own session.
 #pragma once
 
 #include <string>
 #include <vector>
+
+#include "src/worker/turn.hpp"
 
 namespace taskforce {
 
@@ -37,6 +41,10 @@ struct prompt_request {
   /// On a retry (a new attempt): why the previous attempt failed; empty on
   /// the first attempt.
   std::string previous_failure;
+  /// A person's answers to the question the worker asked, oldest first.
+  std::vector<std::string> answers;
+  /// Messages sent to the task, oldest first.
+  std::vector<std::string> messages;
 };
 
 /// The most of the gate's output a prompt carries (its end).
@@ -44,6 +52,11 @@ constexpr size_t max_prompt_gate_tail = 16 * 1024;
 
 /// Composes the prompt, in markdown.
 std::string compose_prompt(const prompt_request& request);
+
+/// The next prompt to an agent that continues its own session: only what
+/// the turn adds (the gate's failure, the answer, the messages) and the
+/// reminder to report again.
+std::string compose_follow_up(const turn_input& turn);
 
 /// The worker contract on its own: how to report (the fenced JSON block,
 /// the markers).

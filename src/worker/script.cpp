@@ -32,7 +32,6 @@ using json = nlohmann::json;
 constexpr uint64_t max_sleep_ms = 24 * 3600 * 1000;
 constexpr uint64_t max_hang_children = 16;
 
-
 void refuse_unknown(const json& object, const std::vector<std::string>& keys,
                     const std::string& where) {
   for (auto& [key, value] : object.items()) {
@@ -217,7 +216,8 @@ worker_script parse_worker_script(const std::string& text,
   try {
     j = json::parse(text);
   } catch (const json::parse_error& e) {
-    throw script_error(origin + ":" + line_and_column(text, e.byte) + ": " + e.what());
+    throw script_error(origin + ":" + line_and_column(text, e.byte) + ": "
+                       + e.what());
   }
   if (!j.is_object())
     throw script_error(origin

@@ -111,6 +111,24 @@ CAF_TEST(every run message survives serialization with its typed fields) {
   CAF_CHECK(round_trip(sys, reply) == reply);
 }
 
+CAF_TEST(process helper messages survive serialization) {
+  registered_config cfg;
+  caf::actor_system sys{cfg};
+  proc_started s{4242, "r1/t1/#abc-7"};
+  CAF_CHECK(round_trip(sys, s) == s);
+  proc_output o{"compiling...\n"};
+  CAF_CHECK(round_trip(sys, o) == o);
+  proc_exited e;
+  e.exit_code = -1;
+  e.signal = 9;
+  e.duration_ms = 1200;
+  e.head = "session id: x";
+  e.tail = "Killed";
+  e.description = "signal 9 (Killed)";
+  CAF_CHECK(round_trip(sys, e) == e);
+  CAF_CHECK_EQUAL(to_string(turn_kind::message), std::string{"message"});
+}
+
 CAF_TEST(tasks to add cross a message with their optional fields) {
   registered_config cfg;
   caf::actor_system sys{cfg};

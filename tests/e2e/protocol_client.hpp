@@ -5,6 +5,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -33,18 +35,22 @@ using json = nlohmann::json;
 
 /// Reads `\n`-terminated lines from a descriptor with a timeout.
 class line_reader {
-public:
-  explicit line_reader(int fd = -1) : fd_(fd) {
-  }
+ public:
+  explicit line_reader(int fd = -1) : fd_(fd) {}
 
   /// The next line without its newline; nullopt at end of input. Throws on
   /// timeout.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
-      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-        auto line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
+      if (auto nl = buffer_.find('\n', pos_); nl != std::string::npos) {
+        auto line = buffer_.substr(pos_, nl - pos_);
+        pos_ = nl + 1;
+        // Compact now and then, not per line (bulk reads stay linear).
+        if (pos_ >= 65536 && pos_ * 2 >= buffer_.size()) {
+          buffer_.erase(0, pos_);
+          pos_ = 0;
+        }
         return line;
       }
       if (eof_)
@@ -53,7 +59,7 @@ public:
         deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0)
         throw std::runtime_error("timed out waiting for a line (have \""
-                                 + buffer_ + "\")");
+                                 + buffer_.substr(pos_, 200) + "\")");
       pollfd p{fd_, POLLIN, 0};
       auto rc = ::poll(&p, 1, static_cast<int>(left.count()));
       if (rc < 0 && errno == EINTR)
@@ -80,22 +86,23 @@ public:
     }
   }
 
-private:
+ private:
   int fd_;
   std::string buffer_;
+  /// Where the unread part of `buffer_` starts.
+  size_t pos_ = 0;
   bool eof_ = false;
 };
 
 /// One protocol connection: requests out, responses and events in.
 class protocol_peer {
-public:
+ public:
   /// Default wait for one line.
   static constexpr std::chrono::milliseconds patience{5000};
 
   protocol_peer() = default;
 
-  protocol_peer(int in_fd, int out_fd) : out_fd_(out_fd), reader_(in_fd) {
-  }
+  protocol_peer(int in_fd, int out_fd) : out_fd_(out_fd), reader_(in_fd) {}
 
   /// Writes `line` plus a newline.
   void send_line(const std::string& line) {
@@ -181,10 +188,48 @@ public:
     }
   }
 
+  /// Reads raw lines until `n` responses (lines that start with `{"id":`)
+  /// have come, without parsing them (for bulk traffic); events pass by.
+  /// Returns the responses counted. Throws on timeout or end of output.
+  size_t count_responses(size_t n,
+                         std::chrono::milliseconds timeout = patience) {
+    size_t seen = 0;
+    while (seen < n) {
+      auto line = reader_.read_line(timeout);
+      if (!line)
+        throw std::runtime_error("the server closed the connection after "
+                                 + std::to_string(seen) + " responses");
+      if (line->rfind("{\"id\":", 0) == 0)
+        ++seen;
+    }
+    return seen;
+  }
+
+  /// Reads raw lines until one contains `needle` and returns it parsed;
+  /// the lines before it are dropped unparsed (for bulk traffic).
+  json skip_until(const std::string& needle,
+                  std::chrono::milliseconds timeout = patience) {
+    for (;;) {
+      auto line = reader_.read_line(timeout);
+      if (!line)
+        throw std::runtime_error("the server closed the connection before \""
+                                 + needle + "\"");
+      if (line->find(needle) != std::string::npos) {
+        raw.push_back(*line);
+        return json::parse(*line);
+      }
+    }
+  }
+
   /// Every line read so far, as text.
   std::vector<std::string> raw;
 
-private:
+  /// The descriptor requests are written to.
+  int out_fd() const {
+    return out_fd_;
+  }
+
+ private:
   json next_unbuffered(std::chrono::milliseconds timeout) {
     if (!pending_.empty()) {
       auto x = pending_.front();
@@ -205,7 +250,7 @@ private:
 
 /// `taskforce serve` as a child process with pipes on all three streams.
 class serve_process {
-public:
+ public:
   /// Starts `binary serve <args…>`.
   serve_process(const std::string& binary, std::vector<std::string> args) {
     proc::spawn_options o;
@@ -243,12 +288,43 @@ public:
   }
 
   /// The next line on the child's standard error.
-  std::optional<std::string>
-  stderr_line(std::chrono::milliseconds timeout = protocol_peer::patience) {
+  std::optional<std::string> stderr_line(std::chrono::milliseconds timeout
+                                         = protocol_peer::patience) {
     auto line = err_reader_.read_line(timeout);
     if (line)
       err_lines.push_back(*line);
     return line;
+  }
+
+  /// Reads what standard error holds now without waiting, so a chatty
+  /// server never blocks on a full pipe; keeps the lines.
+  void skim_stderr() {
+    try {
+      while (auto line = err_reader_.read_line(std::chrono::milliseconds(1)))
+        err_lines.push_back(*line);
+    } catch (const std::runtime_error&) {
+      // nothing more for now
+    }
+  }
+
+  /// Whether the child is still running (not exited, not reaped).
+  bool running() {
+    if (reaped_)
+      return false;
+    int status = 0;
+    auto rc = ::waitpid(child_.pid, &status, WNOHANG);
+    if (rc == child_.pid) {
+      reaped_ = true;
+      exit_status_
+        = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+      return false;
+    }
+    return true;
+  }
+
+  /// The exit code (or -signal) once running() or wait() saw the exit.
+  int exit_status() const {
+    return exit_status_;
   }
 
   /// Everything left on standard error until it closes.
@@ -274,11 +350,15 @@ public:
   int wait(std::chrono::milliseconds timeout = protocol_peer::patience) {
     auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
+      if (reaped_)
+        return exit_status_;
       int status = 0;
       auto rc = ::waitpid(child_.pid, &status, WNOHANG);
       if (rc == child_.pid) {
         reaped_ = true;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        exit_status_
+          = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
+        return exit_status_;
       }
       if (std::chrono::steady_clock::now() > deadline)
         throw std::runtime_error("the server did not exit in time");
@@ -297,18 +377,24 @@ public:
   /// Lines read from standard error so far.
   std::vector<std::string> err_lines;
 
-private:
+ private:
   proc::child child_;
   line_reader err_reader_;
   bool reaped_ = false;
+  int exit_status_ = 0;
 };
 
 /// A TCP connection to a server on loopback.
 class tcp_peer {
-public:
-  /// Connects to 127.0.0.1:`port`; throws when refused.
-  explicit tcp_peer(uint16_t port) {
+ public:
+  /// Connects to 127.0.0.1:`port`; throws when refused. A `receive_buffer`
+  /// above 0 shrinks the socket's receive buffer (a reader that falls behind
+  /// sooner).
+  explicit tcp_peer(uint16_t port, int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer > 0)
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+                   sizeof receive_buffer);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -339,23 +425,61 @@ public:
   /// The protocol over the socket.
   protocol_peer peer;
 
-private:
+ private:
   int fd_ = -1;
 };
+
+/// The resident memory of process `pid` in KiB (VmRSS in /proc), 0 when the
+/// process is gone.
+inline uint64_t vm_rss_kib(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0)
+      return std::stoull(line.substr(6));
+  return 0;
+}
+
+/// Writes `data` to `fd` for as long as the reader on the other side takes
+/// it; gives up once the descriptor stayed unwritable for `stall` (the
+/// reader stopped reading). Returns how many bytes were written.
+inline size_t write_until_stalled(int fd, const std::string& data,
+                                  std::chrono::milliseconds stall) {
+  auto flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+  size_t done = 0;
+  while (done < data.size()) {
+    auto n = ::write(fd, data.data() + done, data.size() - done);
+    if (n > 0) {
+      done += static_cast<size_t>(n);
+      continue;
+    }
+    if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+      break;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(stall.count())) == 0)
+      break;
+  }
+  ::fcntl(fd, F_SETFL, flags);
+  return done;
+}
 
 /// An acquire request.
 inline json acquire(const json& id, const std::string& session,
                     const std::string& holder,
                     const std::string& kind = "foreground") {
-  return json{{"id", id}, {"op", "acquire"}, {"session", session},
-              {"holder", holder}, {"kind", kind}};
+  return json{{"id", id},
+              {"op", "acquire"},
+              {"session", session},
+              {"holder", holder},
+              {"kind", kind}};
 }
 
 /// A release request.
 inline json release(const json& id, const std::string& holder,
                     const std::string& reason = "completed") {
-  return json{{"id", id}, {"op", "release"}, {"holder", holder},
-              {"reason", reason}};
+  return json{
+    {"id", id}, {"op", "release"}, {"holder", holder}, {"reason", reason}};
 }
 
 } // namespace taskforce::test

@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e/protocol_client.hpp"
@@ -33,8 +34,7 @@ struct server {
   protocol_peer& peer;
 
   explicit server(std::vector<std::string> args)
-    : process(TASKFORCE_BINARY, std::move(args)), peer(process.peer) {
-  }
+    : process(TASKFORCE_BINARY, std::move(args)), peer(process.peer) {}
 };
 
 std::vector<std::string> serve_args(fixture& f, const std::string& pool) {
@@ -44,7 +44,10 @@ std::vector<std::string> serve_args(fixture& f, const std::string& pool) {
 } // namespace
 
 // serve_process prepends nothing: global options come first on the line.
-#define SERVE(pool) server srv{serve_args(*this, pool)}
+#define SERVE(pool)                                                            \
+  server srv {                                                                 \
+    serve_args(*this, pool)                                                    \
+  }
 
 CAF_TEST_FIXTURE_SCOPE(serve_stdio_tests, fixture)
 
@@ -53,7 +56,8 @@ CAF_TEST(hello answers the version the protocol and the effective pool config) {
   auto r = srv.peer.call({{"id", 1}, {"op", "hello"}});
   CAF_CHECK_EQUAL(r["ok"], true);
   CAF_CHECK_EQUAL(r["protocol"], 1);
-  CAF_CHECK(r["version"].is_string() && !r["version"].get<std::string>().empty());
+  CAF_CHECK(r["version"].is_string()
+            && !r["version"].get<std::string>().empty());
   auto cfg = r["config"];
   CAF_CHECK_EQUAL(cfg["maxParallel"], 3);
   CAF_CHECK_EQUAL(cfg["mode"], "global");
@@ -81,8 +85,8 @@ CAF_TEST(names with quotes controls and unicode come back intact) {
   CAF_CHECK_EQUAL(ev["session"], odd);
 }
 
-CAF_TEST(five acquires on two permits are granted in FIFO order with queued
-           and started events) {
+CAF_TEST(five acquires on two permits are granted in FIFO order with
+           queued and started events) {
   SERVE(R"({"maxParallel": 2})");
   auto& p = srv.peer;
   for (int i = 1; i <= 5; ++i)
@@ -198,8 +202,8 @@ CAF_TEST(releasing a queued holder cancels its wait) {
   CAF_CHECK(r["error"]["message"].is_string());
 }
 
-CAF_TEST(a tool outside subagentToolNames is answered at once with a null
-           permit) {
+CAF_TEST(
+  a tool outside subagentToolNames is answered at once with a null permit) {
   SERVE(R"({"maxParallel": 1, "subagentToolNames": ["task", "delegate"]})");
   auto& p = srv.peer;
   auto req = acquire(1, "s", "a");
@@ -231,12 +235,11 @@ CAF_TEST(a holder name in use is refused with duplicate_holder) {
   CAF_CHECK_EQUAL(queued_again["error"]["code"], "duplicate_holder");
 }
 
-CAF_TEST(garbage lines and lines without op get bad_request and the
-           connection lives on) {
+CAF_TEST(garbage lines and lines without op get bad_request and the connection
+           lives on) {
   SERVE("{}");
   auto& p = srv.peer;
-  auto bad = [&](std::string line, const json& id,
-                 const std::string& needle) {
+  auto bad = [&](std::string line, const json& id, const std::string& needle) {
     // Raw strings below span lines for reading; the protocol needs one.
     for (auto& c : line)
       if (c == '\n')
@@ -370,6 +373,252 @@ CAF_TEST(stdout carries only protocol lines even with debug logging) {
     if (x.contains("id"))
       CAF_CHECK(x["ok"].is_boolean());
   }
+}
+
+CAF_TEST(a request nested 100000 deep is refused naming the depth limit and the
+           server answers on) {
+  SERVE("{}");
+  auto& p = srv.peer;
+  auto nested
+    = [](char open, const std::string& inner, char close, size_t depth) {
+        return std::string(depth, open) + inner + std::string(depth, close);
+      };
+  auto deep_array = nested('[', "", ']', 100000);
+  // Deep inside the id: no id can be read.
+  p.send_line("{\"id\":" + deep_array + ",\"op\":\"hello\"}");
+  auto r = p.next();
+  CAF_CHECK_EQUAL(r["id"], nullptr);
+  CAF_CHECK_EQUAL(r["ok"], false);
+  CAF_CHECK_EQUAL(r["error"]["code"], "bad_request");
+  auto message = r["error"]["message"].get<std::string>();
+  CAF_CHECK(message.find("deeper than 64") != std::string::npos);
+  CAF_CHECK(message.size() < 200u);
+  // Deep inside another field: the id is read and echoed.
+  p.send_line("{\"id\":7,\"op\":\"acquire\",\"session\":" + deep_array
+              + ",\"holder\":\"h\",\"kind\":\"foreground\"}");
+  auto field = p.next();
+  CAF_CHECK_EQUAL(field["id"], 7);
+  CAF_CHECK_EQUAL(field["error"]["code"], "bad_request");
+  auto field_message = field["error"]["message"].get<std::string>();
+  CAF_CHECK(field_message.find("\"session\"") != std::string::npos);
+  CAF_CHECK(field_message.find("64") != std::string::npos);
+  // Objects nest as deep.
+  std::string deep_object;
+  for (int i = 0; i < 100000; ++i)
+    deep_object += "{\"a\":";
+  deep_object += "1" + std::string(100000, '}');
+  p.send_line("{\"id\":8,\"op\":\"hello\",\"x\":" + deep_object + "}");
+  auto object = p.next();
+  CAF_CHECK_EQUAL(object["id"], 8);
+  CAF_CHECK_EQUAL(object["error"]["code"], "bad_request");
+  // Exactly at the limit is fine: 64 levels, the request object included.
+  p.send_line("{\"id\":9,\"op\":\"hello\",\"x\":" + nested('[', "", ']', 63)
+              + "}");
+  auto at_limit = p.next();
+  CAF_CHECK_EQUAL(at_limit["ok"], true);
+  p.send_line("{\"id\":10,\"op\":\"hello\",\"x\":" + nested('[', "", ']', 64)
+              + "}");
+  auto over_limit = p.next();
+  CAF_CHECK_EQUAL(over_limit["ok"], false);
+  auto r2 = p.call({{"id", 11}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(r2["ok"], true);
+  CAF_CHECK(p.silent(100ms));
+}
+
+CAF_TEST(odd numbers bytes and escapes each get exactly one answer and stdout
+           carries only protocol lines) {
+  SERVE("{}");
+  auto& p = srv.peer;
+  struct probe {
+    std::string line;
+    bool ok;
+    /// Text the raw answer line must contain ("" = nothing to check).
+    std::string raw_has;
+  };
+  std::vector<probe> probes{
+    {R"({"id":1,"op":"hello","x":1e400})", false, "1e400"},
+    {R"({"id":1e400,"op":"hello"})", false, ""},
+    {R"({"id":2,"op":"hello","x":[-1E+400]})", false, ""},
+    {R"({"id":3,"op":"hello","x":1e-400})", true, "\"id\":3,"},
+    {R"({"id":-0,"op":"hello"})", true, "\"id\":0,"},
+    {R"({"id":-0.0,"op":"hello"})", true, "\"id\":-0.0,"},
+    {R"({"id":9223372036855,"op":"hello"})", true, "\"id\":9223372036855,"},
+    {R"({"id":18446744073709551616,"op":"hello"})", true,
+     "\"id\":18446744073709551616,"},
+    {R"({"id":-123456789012345678901234567890,"op":"hello"})", true,
+     "\"id\":-123456789012345678901234567890,"},
+    {R"({"id":1.5e300,"op":"hello"})", true, "\"id\":1.5e300,"},
+    {R"({"id":4,"op":"hello","x":NaN})", false, ""},
+    {R"({"id":5,"op":"hello","x":-Infinity})", false, ""},
+    {"{\"id\":6,\"op\":\"hello\",\"x\":\"\xff\xfe\"}", false, ""},
+    {"{\"id\":7,\"op\":\"he\0llo\"}", false, ""},
+    {std::string("\0\0\0", 3), false, ""},
+    {"\xc3\x28 \xed\xa0\x80", false, ""},
+    {R"({"id":8,"op":"hello","x":"\ud800"})", false, ""},
+    {R"({"id":9,"op":"hello","x":"\udc00 tail"})", false, ""},
+    {R"({"id":10,"op":"hello","x":"\ud83d\ude00"})", true, ""},
+    {R"({"id":"\u0000","op":"hello"})", true, "\"id\":\"\\u0000\""},
+    {R"({"id":11,"op":"acquire","session":"s","holder":"h\u0000",)"
+     R"("kind":"foreground"})",
+     true, ""},
+    {R"({"id":12,"op":"release","holder":"h\u0000","reason":"completed"})",
+     true, "\"released\":true"},
+    {R"({"id":13,"op":"hello"})", true, ""},
+  };
+  // Built with the NUL byte inside (a string literal would stop there).
+  probes[13].line = std::string("{\"id\":7,\"op\":\"he") + '\0' + "llo\"}";
+  for (auto& x : probes)
+    p.send_line(x.line);
+  size_t answered = 0;
+  while (answered < probes.size()) {
+    auto x = p.next();
+    if (!x.contains("id"))
+      continue; // an event
+    auto& expected = probes[answered];
+    if (x["ok"] != expected.ok)
+      CAF_FAIL("line " << answered << " answered " << x.dump());
+    if (!expected.ok) {
+      CAF_CHECK_EQUAL(x["error"]["code"], "bad_request");
+    }
+    auto& raw = p.raw.back();
+    if (!expected.raw_has.empty()
+        && raw.find(expected.raw_has) == std::string::npos)
+      CAF_FAIL("answer " << raw << " lacks " << expected.raw_has);
+    ++answered;
+  }
+  auto last = p.call({{"id", "end"}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(last["ok"], true);
+  CAF_CHECK(p.silent(200ms));
+  // Every line on stdout was one JSON object (next() parses each).
+  for (auto& line : p.raw)
+    CAF_CHECK(json::parse(line).is_object());
+}
+
+CAF_TEST(error messages quote only a short excerpt of what the client sent) {
+  SERVE("{}");
+  auto& p = srv.peer;
+  std::string big(500000, 'a');
+  std::string accents;
+  for (int i = 0; i < 100000; ++i)
+    accents += "\xc3\xa9";
+  std::string numbers = "[";
+  for (int i = 0; i < 100000; ++i)
+    numbers += std::to_string(i) + ",";
+  numbers += "0]";
+  std::vector<std::string> lines{
+    "{\"id\":1,\"op\":\"" + big + "\"}",
+    "{\"id\":2,\"op\":\"" + accents + "\"}",
+    "{\"id\":3,\"op\":\"acquire\",\"session\":\"s\",\"holder\":\"h\","
+    "\"kind\":\""
+      + big + "\"}",
+    "{\"id\":4,\"op\":\"release\",\"holder\":" + numbers
+      + ",\"reason\":\"completed\"}",
+    "{\"id\":{\"k\":\"" + big + "\"},\"op\":\"hello\"}",
+    "{\"id\":5,\"op\":" + numbers + "}",
+    "{\"id\":6,\"op\":\"hello\",\"x\":\"" + big, // unterminated string
+    "{\"id\":7,\"op\":\"hello\",\"x\":1" + std::string(400000, '0') + "}",
+    "{\"id\":8,\"op\":\"hello\",\"x\":" + big + "}",
+  };
+  for (auto& line : lines) {
+    p.send_line(line);
+    auto r = p.next();
+    CAF_CHECK_EQUAL(r["ok"], false);
+    CAF_CHECK_EQUAL(r["error"]["code"], "bad_request");
+    auto message = r["error"]["message"].get<std::string>();
+    if (message.size() > 300)
+      CAF_FAIL("a message of " << message.size() << " bytes: "
+                               << message.substr(0, 200) << "...");
+    CAF_CHECK(p.raw.back().size() < 400u);
+  }
+  auto r = p.call({{"id", 9}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(r["ok"], true);
+}
+
+CAF_TEST(a harness that does not read its answers stops being read with bounded
+           memory
+         and then gets every answer once it reads) {
+  SERVE("{}");
+  auto& p = srv.peer;
+  p.call({{"id", "first"}, {"op", "hello"}});
+  auto before = vm_rss_kib(srv.process.pid());
+  // Each hello answer is about ten times its request: without a bound on
+  // pending output the server grows by megabytes per burst.
+  std::string burst;
+  for (int i = 0; i < 20000; ++i)
+    burst += "{\"id\":" + std::to_string(i) + ",\"op\":\"hello\"}\n";
+  constexpr size_t cap = 8 << 20;
+  size_t sent = 0;
+  size_t from = 0; // where in `burst` the next write starts
+  while (sent < cap) {
+    auto part = burst.substr(from);
+    auto n = write_until_stalled(p.out_fd(), part, 2000ms);
+    sent += n;
+    from = (from + n) % burst.size();
+    if (n < part.size())
+      break;
+  }
+  auto during = vm_rss_kib(srv.process.pid());
+  CAF_MESSAGE("input taken before the server stopped reading: "
+              << sent << " bytes; VmRSS " << before << " -> " << during
+              << " KiB");
+  CAF_CHECK_LESS(sent, cap);
+  CAF_CHECK_LESS(during, before + 48 * 1024);
+  // Finish the line cut by the stall while reading, then count: every line
+  // sent has exactly one answer, in order.
+  size_t lines = 0;
+  for (size_t i = 0; i < sent; ++i)
+    if (burst[(i) % burst.size()] == '\n')
+      ++lines;
+  std::string rest;
+  if (from != 0 && burst[from - 1] != '\n') {
+    rest = burst.substr(from, burst.find('\n', from) + 1 - from);
+    ++lines;
+  }
+  std::thread finisher([&] {
+    size_t done = 0;
+    while (done < rest.size()) {
+      auto n = ::write(p.out_fd(), rest.data() + done, rest.size() - done);
+      if (n <= 0)
+        break;
+      done += static_cast<size_t>(n);
+    }
+  });
+  size_t answers = 0;
+  int64_t expected_id = 0;
+  bool in_order = true;
+  while (answers < lines) {
+    auto x = p.next(10000ms);
+    if (!x.contains("id"))
+      continue;
+    if (x["id"] != expected_id)
+      in_order = false;
+    expected_id = (expected_id + 1) % 20000;
+    ++answers;
+  }
+  finisher.join();
+  CAF_CHECK(in_order);
+  CAF_CHECK_EQUAL(answers, lines);
+  auto after = p.call({{"id", "last"}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(after["ok"], true);
+  CAF_CHECK(p.silent(200ms));
+}
+
+CAF_TEST(SIGTERM stops a server whose output nobody reads) {
+  SERVE("{}");
+  auto& p = srv.peer;
+  p.call({{"id", "first"}, {"op", "hello"}});
+  std::string burst;
+  for (int i = 0; i < 20000; ++i)
+    burst += "{\"id\":" + std::to_string(i) + ",\"op\":\"hello\"}\n";
+  size_t sent = 0;
+  while (sent < (4u << 20)) {
+    auto n = write_until_stalled(p.out_fd(), burst, 1000ms);
+    sent += n;
+    if (n < burst.size())
+      break;
+  }
+  srv.process.signal(SIGTERM);
+  CAF_CHECK_EQUAL(srv.process.wait(10000ms), 0);
 }
 
 CAF_TEST(a bad config exits 2 naming the key) {

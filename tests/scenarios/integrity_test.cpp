@@ -462,8 +462,8 @@ CAF_TEST(a worker that takes the branch of another task does not block it) {
   // A shared lock makes t2 start once t1 is over; the worker knows the
   // run id from its environment.
   s.tasks("- [ ] Thief\n  - files: a.txt\n  - locks: one\n"
-          "  - run: git branch taskforce/$TASKFORCE_RUN/t2 && git checkout -q"
-          " taskforce/$TASKFORCE_RUN/t2 && echo a > a.txt\n"
+          "  - run: git branch taskforce/$TASKFORCE_RUN_ID/t2 && git checkout -q"
+          " taskforce/$TASKFORCE_RUN_ID/t2 && echo a > a.txt\n"
           "- [ ] Victim\n  - files: b.txt\n  - locks: one\n"
           "  - run: echo b > b.txt\n");
   auto r = s.tf({"run", "TASKS.md"});

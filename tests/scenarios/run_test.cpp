@@ -167,7 +167,7 @@ CAF_TEST(a merge conflict pauses the run with the branch kept) {
   // The worker edits shared.txt; meanwhile someone commits another edit
   // of it on main.
   s.tasks("- [ ] Edit shared\n  - files: shared.txt\n"
-          "  - run: echo task > shared.txt && cd \"$TASKFORCE_ROOT\" && "
+          "  - run: echo task > shared.txt && cd \"$TASKFORCE_REPO\" && "
           "echo main > shared.txt && git commit -qam 'edit on main'\n");
   auto r = s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 1);

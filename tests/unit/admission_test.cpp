@@ -436,6 +436,18 @@ CAF_TEST(a tool that is not a subagent tool is not counted) {
   CAF_CHECK_EQUAL(d.core.in_use("s"), 1u);
 }
 
+CAF_TEST(tool names match whatever the case the harness spells them in) {
+  admission_driver d{config(1)};
+  // Claude Code calls it Task (or Agent), OpenCode task.
+  CAF_CHECK(d.acquire("s", "a", fg, "", "Task").value.counted);
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 1u);
+  CAF_CHECK(d.release("a"));
+  CAF_CHECK(d.acquire("s", "b", fg, "", "TASK").value.counted);
+  CAF_CHECK(d.release("b"));
+  auto other = d.acquire("s", "c", fg, "", "tasks");
+  CAF_CHECK(!other.value.counted);
+}
+
 CAF_TEST(a holder name is unique across connections running or queued) {
   admission_driver d{config(1)};
   d.acquire("s", "a");

@@ -22,6 +22,7 @@ agent_values sample_values() {
   v.task_id = "t1";
   v.title = "Add cache";
   v.files = {"src/cache.cpp", "src/auth/**", "docs/cache.md"};
+  v.session = "5b0c1f9e-2d3a-4c4b-8e5f-6a7b8c9d0e1f";
   return v;
 }
 
@@ -53,10 +54,12 @@ CAF_TEST(the built in presets are the files shipped in config agents) {
 CAF_TEST(presets expand into the argv each agent expects) {
   auto v = sample_values();
   auto claude = expand_agent_preset(load_agent_preset("claude", ""), v);
-  CAF_CHECK_EQUAL(claude.argv,
-                  (strings{"claude", "-p", "do the task", "--model",
-                           "anthropic/claude-sonnet-4-5", "--permission-mode",
-                           "acceptEdits", "--output-format", "text"}));
+  CAF_CHECK_EQUAL(
+    claude.argv,
+    (strings{"claude", "-p", "do the task", "--model",
+             "anthropic/claude-sonnet-4-5", "--session-id",
+             "5b0c1f9e-2d3a-4c4b-8e5f-6a7b8c9d0e1f", "--permission-mode",
+             "acceptEdits", "--output-format", "text"}));
   CAF_CHECK(claude.stdin_file.empty());
   auto opencode = expand_agent_preset(load_agent_preset("opencode", ""), v);
   CAF_CHECK_EQUAL(opencode.argv,
@@ -77,9 +80,64 @@ CAF_TEST(presets expand into the argv each agent expects) {
              "docs/cache.md"}));
 }
 
+CAF_TEST(a later turn continues the session with the continue argv) {
+  auto v = sample_values();
+  v.prompt = "the answer";
+  auto claude = expand_agent_preset(load_agent_preset("claude", ""), v, true);
+  CAF_CHECK_EQUAL(claude.argv,
+                  (strings{"claude", "-p", "the answer", "--resume",
+                           "5b0c1f9e-2d3a-4c4b-8e5f-6a7b8c9d0e1f", "--model",
+                           "anthropic/claude-sonnet-4-5", "--permission-mode",
+                           "acceptEdits", "--output-format", "text"}));
+  auto opencode
+    = expand_agent_preset(load_agent_preset("opencode", ""), v, true);
+  CAF_CHECK_EQUAL(opencode.argv,
+                  (strings{"opencode", "run", "--continue", "--model",
+                           "anthropic/claude-sonnet-4-5", "the answer"}));
+  v.session = "01a232de-04ac-7d61-89a3-f9d6644b03ab";
+  auto codex = expand_agent_preset(load_agent_preset("codex", ""), v, true);
+  CAF_CHECK_EQUAL(codex.argv, (strings{"codex", "exec", "resume", "--model",
+                                       "anthropic/claude-sonnet-4-5", "-c",
+                                       "sandbox_mode=\"workspace-write\"",
+                                       "01a232de-04ac-7d61-89a3-f9d6644b03ab",
+                                       "the answer"}));
+  // aider cannot continue: asking for it is a clear error.
+  auto aider = load_agent_preset("aider", "");
+  CAF_CHECK(!aider.can_continue());
+  try {
+    expand_agent_preset(aider, v, true);
+    CAF_FAIL("expected a preset_error");
+  } catch (const preset_error& e) {
+    CAF_CHECK_EQUAL(std::string{e.what()},
+                    "built-in preset 'aider': cannot continue a session (no "
+                    "\"continue\" argv)");
+  }
+}
+
+CAF_TEST(a session is found in the output and new ones are unique uuids) {
+  auto codex = load_agent_preset("codex", "");
+  CAF_CHECK_EQUAL(find_session(codex, "workdir: /wt\nsession id: "
+                                      "01a232de-04ac-7d61-89a3-f9d6644b03ab\n"),
+                  "01a232de-04ac-7d61-89a3-f9d6644b03ab");
+  CAF_CHECK_EQUAL(find_session(codex, "no banner here"), "");
+  // Only a preset that reads it from the output finds one there.
+  CAF_CHECK_EQUAL(find_session(load_agent_preset("claude", ""),
+                               "session id: "
+                               "01a232de-04ac-7d61-89a3-f9d6644b03ab"),
+                  "");
+  auto a = new_session_uuid();
+  auto b = new_session_uuid();
+  CAF_CHECK_NOT_EQUAL(a, b);
+  CAF_REQUIRE_EQUAL(a.size(), 36u);
+  CAF_CHECK_EQUAL(a[14], '4');
+  CAF_CHECK(a[19] == '8' || a[19] == '9' || a[19] == 'a' || a[19] == 'b');
+  CAF_CHECK_EQUAL(a.find_first_not_of("0123456789abcdef-"), std::string::npos);
+}
+
 CAF_TEST(an optional group disappears when its placeholder is empty) {
   auto v = sample_values();
   v.model.clear();
+  v.session.clear();
   auto claude = expand_agent_preset(load_agent_preset("claude", ""), v);
   CAF_CHECK_EQUAL(claude.argv,
                   (strings{"claude", "-p", "do the task", "--permission-mode",
@@ -161,6 +219,32 @@ CAF_TEST(bad presets are refused naming the file the key and the rule) {
                                              "string"},
     {"{\"argv\": [\"a\"], \"stdin\": \"{file}\"}",
      "p.json: stdin: unknown placeholder {file} (did you mean {files}?)"},
+    {"{\"argv\": [\"a\"], \"continue\": [\"a\", \"{session}\"]}",
+     "p.json: \"continue\" needs \"session\", how the session to continue "
+     "is known: \"uuid\", \"directory\" or {\"pattern\""},
+    {"{\"argv\": [\"a\"], \"session\": \"uuid\"}",
+     "p.json: \"session\" without \"continue\" continues nothing"},
+    {"{\"argv\": [\"a\"], \"continue\": [\"a\"], \"session\": \"uuid\"}",
+     "p.json: \"continue\" must name the session with {session}"},
+    {"{\"argv\": [\"a\"], \"continue\": [\"a\", \"{session}\"], "
+     "\"session\": \"directory\"}",
+     "p.json: with \"session\": \"directory\" the CLI finds its session "
+     "itself"},
+    {"{\"argv\": [\"a\", \"{session}\"], \"continue\": [\"a\", "
+     "\"{session}\"], \"session\": {\"pattern\": \"id (\\\\S+)\"}}",
+     "p.json: {session} in \"argv\" needs \"session\": \"uuid\""},
+    {"{\"argv\": [\"a\"], \"continue\": [\"a\", \"{session}\"], "
+     "\"session\": {\"pattern\": \"id \\\\S+\"}}",
+     "p.json: session.pattern needs a group"},
+    {"{\"argv\": [\"a\"], \"continue\": [\"a\", \"{session}\"], "
+     "\"session\": {\"pattern\": \"(\"}}",
+     "p.json: session.pattern is not a valid regular expression"},
+    {"{\"argv\": [\"a\"], \"continue\": [\"a\", \"{session}\"], "
+     "\"session\": \"last\"}",
+     "p.json: \"session\" must be \"uuid\", \"directory\" or"},
+    {"{\"argv\": [\"a\"], \"continue\": [\"{prompt}\"], "
+     "\"session\": \"directory\"}",
+     "p.json: continue[0] must be the program"},
   };
   for (auto& c : cases) {
     auto got = error_of(c.text);

@@ -13,20 +13,22 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
-#include <spawn.h>
 
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "src/cli/run_view.hpp"
 #include "src/store/ledger.hpp"
 #include "test.hpp"
+#include "unit/store_helpers.hpp"
 
 using namespace taskforce;
 using namespace taskforce::store;
+using cli::to_json_line;
+using cli::to_status_json;
+using taskforce::test::raw_db;
 using json = nlohmann::json;
-
-extern char** environ;
 
 namespace {
 
@@ -35,44 +37,6 @@ template<class T>
 T copy(const T& x) {
   return x;
 }
-
-// A plain SQLite connection, standing for another process.
-struct raw_db {
-  sqlite3* db = nullptr;
-
-  explicit raw_db(const std::filesystem::path& path) {
-    sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE, nullptr);
-    sqlite3_busy_timeout(db, 2000);
-  }
-
-  ~raw_db() {
-    sqlite3_close_v2(db);
-  }
-
-  int exec(const std::string& sql) {
-    return sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr);
-  }
-
-  int64_t scalar(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
-    int64_t result = -1;
-    if (sqlite3_step(s) == SQLITE_ROW)
-      result = sqlite3_column_int64(s, 0);
-    sqlite3_finalize(s);
-    return result;
-  }
-
-  std::string text(const std::string& sql) {
-    sqlite3_stmt* s = nullptr;
-    sqlite3_prepare_v2(db, sql.c_str(), -1, &s, nullptr);
-    std::string result;
-    if (sqlite3_step(s) == SQLITE_ROW && sqlite3_column_text(s, 0))
-      result = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
-    sqlite3_finalize(s);
-    return result;
-  }
-};
 
 new_run sample_run(const std::string& id, const std::string& file = "TASKS.md",
                    int tasks = 3) {
@@ -745,13 +709,9 @@ CAF_TEST(random walks keep tasks attempts and events in step) {
 CAF_TEST(a writer killed at a random moment leaves a consistent ledger) {
   for (int round = 0; round < 3; ++round) {
     auto path = dir.path() / ("crash-" + std::to_string(round) + ".sqlite");
-    std::string env_text = "TASKFORCE_TEST_LEDGER_WRITER=" + path.string();
-    char* env[] = {env_text.data(), nullptr};
-    char self[] = "/proc/self/exe";
-    char* argv[] = {self, nullptr};
-    pid_t child = 0;
-    CAF_REQUIRE_EQUAL(
-      posix_spawn(&child, "/proc/self/exe", nullptr, nullptr, argv, env), 0);
+    auto child
+      = test::spawn_self("TASKFORCE_TEST_LEDGER_WRITER=" + path.string());
+    CAF_REQUIRE_NOT_EQUAL(child, -1);
     // Let it write a while: until at least 50 + 50 * round events exist.
     size_t want = 50 + 50 * static_cast<size_t>(round);
     bool enough = false;
@@ -790,6 +750,118 @@ CAF_TEST(a writer killed at a random moment leaves a consistent ledger) {
     CAF_CHECK_EQUAL(broken_invariants(after, "crash"),
                     std::vector<std::string>{});
   }
+}
+
+CAF_TEST(added tasks follow the tasks of the run with their file recorded) {
+  db.create_run(sample_run("r1"), 1000);
+  added_tasks more{"r1", "MORE.md", {}};
+  more.tasks.push_back(
+    new_task{"m1", 1, "More one", task_state::pending, std::nullopt});
+  more.tasks.push_back(new_task{"m2", 2, "More two", task_state::done,
+                                std::string{"checked in the task file"}});
+  CAF_CHECK_EQUAL(db.add_tasks(more, 2000), 1);
+  auto st = db.status("r1");
+  CAF_REQUIRE_EQUAL(st->tasks.size(), 5u);
+  CAF_CHECK_EQUAL(st->tasks[3].id, "m1");
+  CAF_CHECK_EQUAL(st->tasks[3].index, 4);
+  CAF_CHECK_EQUAL(st->tasks[4].index, 5);
+  CAF_CHECK_EQUAL(st->tasks[4].state, task_state::done);
+  CAF_CHECK_EQUAL(st->tasks[4].finished_ms, std::optional<int64_t>{2000});
+  CAF_CHECK_EQUAL(st->added_files, std::vector<std::string>{"MORE.md"});
+  auto events = db.events("r1");
+  auto data = json::parse(events.back().data_json);
+  CAF_CHECK_EQUAL(events.back().kind, "run.tasks_added");
+  CAF_CHECK_EQUAL(data["file"], "MORE.md");
+  CAF_CHECK_EQUAL(data["tasks"], json::array({"m1", "m2"}));
+  // A second file comes after the first, and so do its tasks.
+  CAF_CHECK_EQUAL(db.add_tasks({"r1",
+                                "LAST.md",
+                                {new_task{"z1", 1, "Last", task_state::pending,
+                                          std::nullopt}}},
+                               2100),
+                  2);
+  CAF_CHECK_EQUAL(db.added_files("r1"),
+                  (std::vector<std::string>{"MORE.md", "LAST.md"}));
+  CAF_CHECK_EQUAL(copy(db.tasks("r1").back().id), "z1");
+  CAF_CHECK_EQUAL(copy(db.tasks("r1").back().index), 6);
+}
+
+CAF_TEST(adding a task whose id the run has adds nothing at all) {
+  db.create_run(sample_run("r1"), 1000);
+  auto events_before = db.events("r1").size();
+  auto attempt = [&](std::vector<new_task> tasks) {
+    try {
+      db.add_tasks({"r1", "MORE.md", std::move(tasks)}, 2000);
+    } catch (const ledger_error& e) {
+      return std::optional<ledger_errc>{e.code()};
+    }
+    return std::optional<ledger_errc>{};
+  };
+  auto task = [](const std::string& id, int index) {
+    return new_task{id, index, "x", task_state::pending, std::nullopt};
+  };
+  // A new one first, then one the run already has.
+  CAF_CHECK_EQUAL(attempt({task("n1", 1), task("t2", 2)}),
+                  std::optional<ledger_errc>{ledger_errc::duplicate});
+  // The same new id twice in the file.
+  CAF_CHECK_EQUAL(attempt({task("n1", 1), task("n1", 2)}),
+                  std::optional<ledger_errc>{ledger_errc::duplicate});
+  // A task cannot join already running.
+  auto running = task("n2", 1);
+  running.state = task_state::running;
+  CAF_CHECK_EQUAL(attempt({running}),
+                  std::optional<ledger_errc>{ledger_errc::invalid_transition});
+  CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
+  CAF_CHECK(db.added_files("r1").empty());
+  CAF_CHECK_EQUAL(db.events("r1").size(), events_before);
+  // Nor to a run that is over, or one that does not exist.
+  db.set_run_state("r1", run_state::completed, std::nullopt, 3000);
+  CAF_CHECK_EQUAL(attempt({task("n3", 1)}),
+                  std::optional<ledger_errc>{ledger_errc::invalid_transition});
+  CAF_CHECK(fails([&] {
+    db.add_tasks({"r9", "MORE.md", {task("n4", 1)}}, 3100);
+  }));
+  CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
+}
+
+CAF_TEST(a lifted hold and a worker session are kept with the task) {
+  db.create_run(sample_run("r1"), 1000);
+  task_change hold = to(task_state::held);
+  hold.reason = "[NEEDS DECISION: which db?]";
+  db.transition("r1", "t1", hold, 1100);
+  CAF_CHECK(!db.find_task("r1", "t1")->hold_lifted);
+  // Approved: the hold is lifted together with the move, in one event.
+  task_change release = to(task_state::pending);
+  release.fields.hold_lifted = true;
+  auto r = db.transition("r1", "t1", release, 1200);
+  CAF_CHECK(db.find_task("r1", "t1")->hold_lifted);
+  CAF_CHECK_EQUAL(copy(json::parse(r.event.data_json)["hold_lifted"]), true);
+  // A worker reports its session; update_task keeps it, other fields alone.
+  task_fields session;
+  session.session = "3f2c-session";
+  auto ev = db.update_task("r1", "t1", session, 1300);
+  CAF_CHECK_EQUAL(ev.kind, "task.update");
+  CAF_CHECK_EQUAL(copy(json::parse(ev.data_json)["session"]), "3f2c-session");
+  auto t = db.find_task("r1", "t1");
+  CAF_CHECK_EQUAL(t->session, std::optional<std::string>{"3f2c-session"});
+  CAF_CHECK(t->hold_lifted);
+  CAF_CHECK(!t->branch.has_value());
+  // The hold can apply again.
+  task_fields again;
+  again.hold_lifted = false;
+  db.update_task("r1", "t1", again, 1400);
+  CAF_CHECK(!db.find_task("r1", "t1")->hold_lifted);
+  CAF_CHECK_EQUAL(copy(db.find_task("r1", "t1")->session),
+                  std::optional<std::string>{"3f2c-session"});
+  // An unknown task is refused and nothing is written.
+  auto before = db.events("r1").size();
+  CAF_CHECK(fails([&] {
+    db.update_task("r1", "t9", session, 1500);
+  }));
+  CAF_CHECK_EQUAL(db.events("r1").size(), before);
+  // The merge commit alone is still its own kind of event.
+  CAF_CHECK_EQUAL(db.record_merge_commit("r1", "t2", "feed", 1600).kind,
+                  "task.merge_commit");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -126,3 +126,41 @@ CAF_TEST(the instructions file is read relative to the repository) {
                       + ": No such file or directory");
   }
 }
+
+CAF_TEST(answers and messages join the whole prompt of a fresh session) {
+  auto r = sample();
+  r.answers = {"Use an LRU cache."};
+  r.messages = {"The README needs a line too.", "```not a fence end"};
+  auto p = compose_prompt(r);
+  auto answer = p.find("## The answer to your question");
+  auto messages = p.find("## Messages");
+  auto contract = p.find("## How to report");
+  CAF_REQUIRE(answer != std::string::npos);
+  CAF_REQUIRE(messages != std::string::npos);
+  CAF_CHECK_LESS(answer, messages);
+  CAF_CHECK_LESS(messages, contract);
+  CAF_CHECK(p.find("Use an LRU cache.") != std::string::npos);
+  // Quoted in a fence longer than any run of backticks inside.
+  CAF_CHECK(p.find("````text\n```not a fence end\n````") != std::string::npos);
+}
+
+CAF_TEST(a follow up carries only the turn and never passes for a report) {
+  turn_input turn;
+  turn.kind = turn_kind::repair;
+  turn.repair_round = 2;
+  turn.gate_result = "exit 1";
+  turn.gate_tail = "FAIL test_cache\n";
+  auto p = compose_follow_up(turn);
+  CAF_CHECK(p.rfind("## Repair (round 2)", 0) == 0);
+  CAF_CHECK(p.find("FAIL test_cache") != std::string::npos);
+  CAF_CHECK(p.find("# Task") == std::string::npos);
+  CAF_CHECK(p.find("## How to report") == std::string::npos);
+  // An agent that echoes it and stops has not reported.
+  CAF_CHECK(read_report(p).none());
+  turn = {};
+  turn.kind = turn_kind::answer;
+  turn.answers = {"Yes, drop the old API."};
+  p = compose_follow_up(turn);
+  CAF_CHECK(p.rfind("## The answer to your question", 0) == 0);
+  CAF_CHECK(read_report(p).none());
+}

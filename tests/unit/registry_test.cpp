@@ -77,7 +77,12 @@ child start_sleeper(std::vector<std::pair<std::string, std::string>> env) {
   so.argv = {"sleep", "60"};
   so.env = std::move(env);
   so.in = stdio::null();
-  return spawn(so);
+  auto c = spawn(so);
+  // The spawn returns while the kernel still builds the new program's
+  // environment, which /proc shows empty until then.
+  auto environ = "/proc/" + std::to_string(c.pid) + "/environ";
+  eventually([&] { return !test::read_file(environ).empty(); });
+  return c;
 }
 
 void stop(const child& c) {

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <limits>
@@ -12,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include "src/proc/mark.hpp"
+#include "src/proc/registry.hpp"
 #include "src/proc/run.hpp"
 #include "test.hpp"
 
@@ -330,4 +333,54 @@ CAF_TEST(runs on several threads at once keep their own results) {
     CAF_CHECK_EQUAL(results[i].exit_code, static_cast<int>(i));
     CAF_CHECK_EQUAL(results[i].tail, std::to_string(i) + "\n");
   }
+}
+
+CAF_TEST(kill_running stops a command by its mark from another thread) {
+  // A command that ignores TERM and keeps a child that left its group: the
+  // owner knows only the mark, shares nothing with the runner.
+  auto o = sh("trap '' TERM; setsid sleep 60 & echo pid:$!; sleep 60");
+  o.kill_grace = 30s;
+  o.mark = new_mark("kill-running/");
+  CAF_CHECK(!kill_running(o.mark)); // not started yet: nothing to kill
+  std::atomic<bool> child_up{false};
+  o.output_interval = 0ms;
+  o.on_output = [&](const std::string& tail) {
+    if (tail.find("pid:") != std::string::npos)
+      child_up = true;
+  };
+  std::thread stopper([&child_up, mark = o.mark] {
+    while (!child_up || !kill_running(mark))
+      std::this_thread::sleep_for(5ms);
+  });
+  auto r = run(o);
+  stopper.join();
+  CAF_CHECK_EQUAL(r.signal, SIGKILL);
+  CAF_CHECK_LESS(r.duration, 5000ms);
+  auto pids = printed_pids(r.tail);
+  CAF_REQUIRE_EQUAL(pids.size(), 1u);
+  CAF_CHECK(dead(pids[0]));
+  // Once the run is over its mark names nothing any more.
+  CAF_CHECK(!kill_running(o.mark));
+}
+
+CAF_TEST(output progress is bounded in size and rate and the head is kept) {
+  auto o = sh("echo banner-line; for i in 1 2 3 4 5 6; do "
+              "printf 'chunk %s %0300d\\n' $i 0; sleep 0.05; done");
+  o.head_bytes = 11;
+  o.output_bytes = 64;
+  // However the writes are spread in time, one call per hour is one call.
+  o.output_interval = std::chrono::hours(1);
+  std::vector<std::string> seen;
+  o.on_output = [&](const std::string& tail) {
+    seen.push_back(tail);
+  };
+  auto r = run(o);
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK_EQUAL(r.head, "banner-line");
+  CAF_REQUIRE_EQUAL(seen.size(), 1u);
+  CAF_CHECK_LESS_OR_EQUAL(seen[0].size(), 64u);
+  // It was the end of the output at the time.
+  CAF_CHECK(r.tail.find(seen[0]) != std::string::npos);
+  // The final tail is the run's, whatever progress showed.
+  CAF_CHECK(r.tail.find("chunk 6") != std::string::npos);
 }

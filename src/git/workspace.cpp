@@ -1,0 +1,598 @@
+#include "src/git/workspace.hpp"
+
+#include <algorithm>
+#include <ctime>
+#include <fstream>
+#include <optional>
+
+#include <spdlog/spdlog.h>
+
+#include "src/git/merge.hpp"
+#include "src/scope/coverage.hpp"
+
+namespace fs = std::filesystem;
+
+namespace taskforce::git {
+
+std::string task_branch(const std::string& run_id, const std::string& task_id) {
+  return "taskforce/" + run_id + "/" + task_id;
+}
+
+fs::path task_worktree(const fs::path& root, const std::string& run_id,
+                       const std::string& task_id) {
+  return root / ".taskforce" / "worktrees" / run_id / task_id;
+}
+
+std::string commit_in_place(repository& repo,
+                            const std::vector<std::string>& scope,
+                            const std::string& message) {
+  scope::coverage cover{scope};
+  std::vector<std::string> mine;
+  for (auto& path : changed_paths(repo))
+    if (scope.empty() || cover.covers(path))
+      mine.push_back(path);
+  if (mine.empty())
+    return "";
+  auto head = head_commit(repo);
+  auto tip = commit_only(repo, mine, message);
+  return head && tip == *head ? "" : tip;
+}
+
+namespace {
+
+std::string join(const std::vector<std::string>& xs) {
+  std::string out;
+  for (auto& x : xs) {
+    if (!out.empty())
+      out += ", ";
+    out += x;
+  }
+  return out;
+}
+
+// A folder in our worktree area that git does not know as a worktree holds
+// no git work; it is moved aside rather than deleted all the same.
+void move_aside(const fs::path& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec))
+    return;
+  if (fs::is_empty(path, ec)) {
+    fs::remove(path, ec);
+    return;
+  }
+  auto aside = path;
+  aside += ".orphan-" + std::to_string(::time(nullptr));
+  fs::rename(path, aside, ec);
+}
+
+struct preparing {
+  fs::path marker;
+  preparing(fs::path m, const fs::path& wt) : marker(std::move(m)) {
+    std::error_code ec;
+    fs::create_directories(marker.parent_path(), ec);
+    std::ofstream out(marker);
+    out << wt.string() << '\n';
+    out.flush();
+  }
+  ~preparing() {
+    std::error_code ec;
+    fs::remove(marker, ec);
+  }
+};
+
+std::string short_id(const std::string& commit) {
+  return commit.substr(0, 12);
+}
+
+std::string kept_ref(const attempt_place& req) {
+  return "refs/taskforce/kept/" + req.run_id + "/" + req.task_id + "/attempt-"
+         + std::to_string(req.attempt);
+}
+
+std::string describe_head(const git::head_info& head) {
+  const std::string heads = "refs/heads/";
+  if (head.ref.empty())
+    return "a detached HEAD at " + short_id(head.commit);
+  if (head.ref.rfind(heads, 0) == 0)
+    return "branch " + head.ref.substr(heads.size());
+  return head.ref;
+}
+
+// Keeps `commit` reachable unless `from` already reaches it; adds what it
+// did to `kept`.
+void keep(git::repository& repo, const std::string& name,
+          const std::string& commit, const std::string& from,
+          std::vector<std::string>& kept) {
+  if (commit.empty() || commit == from
+      || (!from.empty() && git::is_ancestor(repo, commit, from)))
+    return;
+  kept.push_back("commit " + short_id(commit) + " is kept as "
+                 + git::pin_commit(repo, name, commit));
+}
+
+} // namespace
+
+workspace::workspace(repository repo, fs::path root, std::string base_branch,
+                     std::string run_id, bool reuse_worktrees,
+                     const std::vector<fs::path>& spares)
+  : repo_(std::move(repo)), root_(std::move(root)),
+    base_branch_(std::move(base_branch)), run_id_(std::move(run_id)),
+    reuse_(reuse_worktrees) {
+  drop_half_prepared();
+  for (auto& p : spares)
+    if (std::find(spares_.begin(), spares_.end(), p) == spares_.end())
+      spares_.push_back(p);
+}
+
+std::string workspace::snapshot(const std::string& path) {
+  auto snap = fs::equivalent(path, root_) ? take_snapshot(repo_) : [&] {
+    auto other = open(path);
+    return take_snapshot(other);
+  }();
+  auto head = snap.head.commit;
+  snapshots_[path] = std::move(snap);
+  return head;
+}
+
+attempt_changes workspace::check(const attempt_place& place) {
+  return place.branch.empty() ? check_in_place(place) : check_worktree(place);
+}
+
+integration workspace::check_merged(const integration_request& req) {
+  integration out;
+  out.status = integration::outcome::not_merged;
+  if (req.branch.empty())
+    return out;
+  fs::path wt{req.worktree};
+  if (!req.worktree.empty() && is_worktree_at(wt, nullptr)) {
+    auto tree = open(wt);
+    if (!changed_paths(tree).empty())
+      return out;
+  }
+  auto tip = branch_tip(repo_, req.branch);
+  if (!tip) {
+    out.message = "branch " + req.branch + " is gone";
+    return out;
+  }
+  if (auto merged = merged_commit(repo_, *tip, base_branch_)) {
+    out.status = integration::outcome::merged;
+    out.commit = *merged;
+  }
+  return out;
+}
+
+bool workspace::discard(const std::string& run_id, const std::string& task_id) {
+  auto branch = task_branch(run_id, task_id);
+  bool removed = false;
+  for (auto& wt : list_worktrees(repo_))
+    if (wt.branch == branch) {
+      leased_.erase(wt.path.string());
+      removed |= remove_worktree(repo_, wt.path.string(), true);
+    }
+  removed |= delete_branch(repo_, branch);
+  return removed;
+}
+
+bool workspace::is_worktree_at(const fs::path& path, std::string* branch) {
+  for (auto& wt : list_worktrees(repo_)) {
+    std::error_code ec;
+    if (fs::equivalent(wt.path, path, ec)) {
+      if (branch != nullptr)
+        *branch = wt.branch;
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether the worktree at `path` may be reset for another task: it is on
+// one of our branches and was not set aside because an attempt moved its
+// HEAD (see check_worktree).
+bool workspace::reusable(const fs::path& path) {
+  for (auto& wt : list_worktrees(repo_)) {
+    std::error_code ec;
+    if (fs::equivalent(wt.path, path, ec))
+      return !wt.kept && wt.branch.rfind("taskforce/", 0) == 0;
+  }
+  return false;
+}
+
+// A worktree being created or reset is marked until it is complete: a kill
+// in the middle leaves a half checkout that must never be taken for a kept
+// worktree (no worker ran in it yet, so it holds no work).
+fs::path workspace::marker_for(const fs::path& wt) const {
+  auto name = wt.string();
+  for (auto& c : name)
+    if (c == '/')
+      c = '_';
+  return root_ / ".taskforce" / "preparing" / name;
+}
+
+void workspace::drop_half_prepared() {
+  auto dir = root_ / ".taskforce" / "preparing";
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  auto& repo = repo_;
+  for (auto& e : fs::directory_iterator(dir, ec)) {
+    std::ifstream in(e.path());
+    std::string path;
+    std::getline(in, path);
+    try {
+      std::string branch;
+      if (!path.empty() && is_worktree_at(path, &branch)) {
+        spdlog::info("removing half-prepared worktree {}", path);
+        git::remove_worktree(repo, path, true);
+      } else if (!path.empty()) {
+        move_aside(path);
+      }
+      git::prune_worktrees(repo);
+    } catch (const std::exception& x) {
+      spdlog::warn("cannot remove half-prepared worktree {}: {}", path,
+                   x.what());
+    }
+    fs::remove(e.path(), ec);
+  }
+}
+
+lease workspace::lease_worktree(const std::string& task_id, bool fresh,
+                                const std::string& known_path) {
+  auto& repo = repo_;
+  auto branch = task_branch(run_id_, task_id);
+  auto path = known_path.empty() ? task_worktree(root_, run_id_, task_id)
+                                 : fs::path{known_path};
+  // Where the task's branch is checked out is the truth; the ledger's path
+  // may lag behind a kill.
+  std::optional<fs::path> existing;
+  for (auto& wt : git::list_worktrees(repo))
+    if (wt.branch == branch && !wt.kept)
+      existing = wt.path;
+  if (existing && !fresh) {
+    // The kept worktree of an earlier (interrupted or failed) attempt.
+    leased_.insert(existing->string());
+    return {existing->string(), branch, true,
+            git::branch_tip(repo, branch).value_or("")};
+  }
+  if (existing && fresh) {
+    leased_.erase(existing->string());
+    git::remove_worktree(repo, existing->string(), true);
+    auto tip = git::branch_tip(repo, branch);
+    auto base = git::branch_tip(repo, base_branch_);
+    if (tip && base && !git::is_ancestor(repo, *tip, *base))
+      spdlog::info("fresh worktree for {}: dropping unmerged {}", task_id,
+                   branch);
+    git::delete_branch(repo, branch);
+  }
+  auto base = git::branch_tip(repo, base_branch_);
+  if (!base)
+    throw git::error("lease a worktree for " + task_id,
+                     "base branch " + base_branch_ + " has no commit");
+  while (!spares_.empty()) {
+    auto spare = spares_.front();
+    spares_.pop_front();
+    if (leased_.count(spare.string()) > 0 || !reusable(spare))
+      continue;
+    preparing mark{marker_for(spare), spare};
+    auto r = git::reuse_worktree(repo, spare, branch, *base);
+    if (r.status == git::reuse_result::outcome::reused) {
+      if (!r.previous_branch.empty() && r.previous_branch != branch)
+        if (auto tip = git::branch_tip(repo, r.previous_branch);
+            tip && git::is_ancestor(repo, *tip, *base))
+          git::delete_branch(repo, r.previous_branch);
+      leased_.insert(spare.string());
+      return {spare.string(), branch, true, *base};
+    }
+    if (r.status == git::reuse_result::outcome::branch_has_work)
+      break; // the task's own branch holds work: never reset it
+  }
+  // A branch holding work checked out nowhere (its worktree was kept when
+  // an attempt moved HEAD) goes on from its tip; any other from the base.
+  auto from = *base;
+  if (auto tip = git::branch_tip(repo, branch);
+      tip && !git::is_ancestor(repo, *tip, *base))
+    from = *tip;
+  path = task_worktree(root_, run_id_, task_id);
+  for (int n = 2; is_worktree_at(path, nullptr); ++n) {
+    // Our folder holds another branch's worktree (it was reused): reset it
+    // if its work is merged, else leave it alone and go next door.
+    if (leased_.count(path.string()) == 0 && from == *base && reusable(path)) {
+      preparing mark{marker_for(path), path};
+      auto r = git::reuse_worktree(repo, path, branch, *base);
+      if (r.status == git::reuse_result::outcome::reused) {
+        leased_.insert(path.string());
+        return {path.string(), branch, true, *base};
+      }
+    }
+    path = task_worktree(root_, run_id_, task_id + "-" + std::to_string(n));
+  }
+  move_aside(path);
+  git::prune_worktrees(repo);
+  fs::create_directories(path.parent_path());
+  preparing mark{marker_for(path), path};
+  // An admin folder left by a creation that was killed half way names no
+  // usable worktree: it would block the name.
+  auto admin = repo.common_dir() / "worktrees" / git::worktree_name_for(branch);
+  bool admin_in_use = false;
+  for (auto& wt : git::list_worktrees(repo))
+    admin_in_use |= wt.name == admin.filename().string();
+  std::error_code ec;
+  if (!admin_in_use && fs::exists(admin, ec))
+    fs::remove_all(admin, ec);
+  auto info = git::create_worktree(repo, path, branch, from);
+  leased_.insert(info.path.string());
+  return {info.path.string(), branch, false, from};
+}
+
+// Every path a task branch brings into the base, plus its working tree.
+attempt_changes workspace::worktree_changes(repository& wt,
+                                            const std::string& tip) {
+  auto& repo = repo_;
+  attempt_changes out;
+  auto base = git::branch_tip(repo, base_branch_);
+  if (base)
+    if (auto fork = git::merge_base(repo, *base, tip))
+      out.paths = git::paths_between(repo, *fork, tip);
+  for (auto& path : git::changed_paths(wt))
+    out.paths.push_back(path);
+  std::sort(out.paths.begin(), out.paths.end());
+  out.paths.erase(std::unique(out.paths.begin(), out.paths.end()),
+                  out.paths.end());
+  return out;
+}
+
+// A worktree's HEAD must still be the task's branch, and the branch must
+// still descend from where the attempt began. Otherwise nothing is merged,
+// nothing is lost: the work is pinned, the worktree left as it is (never
+// reused), and the branch put back where the attempt began, so the next
+// attempt starts from there in a worktree of its own.
+attempt_changes workspace::check_worktree(const attempt_place& req) {
+  auto& repo = repo_;
+  auto wt = git::open(req.checkout);
+  auto head = git::head_of(wt);
+  auto tip = git::branch_tip(repo, req.branch);
+  bool on_branch = head.ref == "refs/heads/" + req.branch;
+  bool descends
+    = tip && (req.start.empty() || git::is_ancestor(repo, req.start, *tip));
+  if (on_branch && descends)
+    return worktree_changes(wt, *tip);
+  std::string what = "HEAD of " + req.checkout + " ";
+  if (!on_branch)
+    what += "left " + req.branch + " for " + describe_head(head);
+  else if (!tip)
+    what += "is on " + req.branch + ", which is gone";
+  else
+    what += "is on " + req.branch + ", which was moved to " + short_id(*tip)
+            + ", away from " + short_id(req.start) + " where the attempt began";
+  // The branch stays where it is when it still descends from the start.
+  auto restore_to = descends ? *tip : req.start;
+  std::vector<std::string> kept;
+  keep(repo, kept_ref(req), head.commit, restore_to, kept);
+  if (tip && *tip != head.commit)
+    keep(repo, kept_ref(req) + "-branch", *tip, restore_to, kept);
+  // A task's branch checked out in the kept worktree would keep that task
+  // (this one, once its branch is put back, or another one the worker
+  // took) from a worktree of its own: HEAD detaches at the same commit,
+  // no file changes.
+  bool detach
+    = !head.commit.empty()
+      && (on_branch || head.ref.rfind("refs/heads/taskforce/", 0) == 0);
+  if (detach)
+    git::point_head(wt, "", head.commit);
+  if (!descends && !restore_to.empty())
+    git::move_branch(repo, req.branch, tip.value_or(""), restore_to);
+  git::keep_worktree(repo, req.checkout);
+  leased_.erase(req.checkout);
+  spares_.erase(
+    std::remove(spares_.begin(), spares_.end(), fs::path{req.checkout}),
+    spares_.end());
+  attempt_changes out;
+  out.moved = what + "; nothing of it is merged";
+  for (auto& k : kept)
+    out.moved += "; " + k;
+  out.moved += "; the worktree is left as it is";
+  if (detach)
+    out.moved += " (its HEAD detached at " + short_id(head.commit) + ")";
+  out.moved += ", and the next attempt starts from " + req.branch + " at "
+               + short_id(restore_to.empty() ? head.commit : restore_to)
+               + " in a worktree of its own";
+  return out;
+}
+
+// In place, HEAD must still be the branch it was, at the commit it was: a
+// worker that commits or switches branches there writes the base branch
+// unchecked. HEAD and the branch are put back (the files and the index
+// stay as the worker left them, so its changes show as uncommitted), and
+// its commits are pinned.
+attempt_changes workspace::check_in_place(const attempt_place& req) {
+  auto found = snapshots_.find(req.checkout);
+  if (found == snapshots_.end())
+    throw std::runtime_error("no snapshot of " + req.checkout
+                             + " was taken before the attempt");
+  auto& before = found->second;
+  std::optional<git::repository> other;
+  if (!fs::equivalent(req.checkout, root_))
+    other.emplace(git::open(req.checkout));
+  auto& repo = other ? *other : repo_;
+  attempt_changes out;
+  out.paths = git::changed_since(repo, before);
+  auto head = git::head_of(repo);
+  const std::string heads = "refs/heads/";
+  auto branch = before.head.ref.rfind(heads, 0) == 0
+                  ? before.head.ref.substr(heads.size())
+                  : std::string{};
+  auto tip = branch.empty() ? std::optional<std::string>{}
+                            : git::branch_tip(repo, branch);
+  bool moved_branch = !branch.empty() && tip != before.head.commit;
+  if (head.ref == before.head.ref && head.commit == before.head.commit
+      && !moved_branch)
+    return out;
+  std::vector<std::string> kept;
+  auto name = kept_ref(req);
+  keep(repo, name, head.commit, before.head.commit, kept);
+  if (tip && *tip != head.commit)
+    keep(repo, name + "-branch", *tip, before.head.commit, kept);
+  if (moved_branch && !before.head.commit.empty())
+    git::move_branch(repo, branch, tip.value_or(""), before.head.commit);
+  if (head.ref != before.head.ref || head.ref.empty())
+    git::point_head(repo, before.head.ref, before.head.commit);
+  if (head.ref != before.head.ref)
+    out.moved = "HEAD of the main checkout left " + describe_head(before.head)
+                + " for " + describe_head(head);
+  else
+    out.moved = "HEAD of the main checkout moved from "
+                + short_id(before.head.commit) + " to "
+                + short_id(head.commit.empty() ? "none" : head.commit);
+  if (moved_branch && head.ref != before.head.ref)
+    out.moved
+      += ", and " + branch + " moved to " + short_id(tip.value_or("none"));
+  out.moved += "; nothing is committed in place: HEAD is back on "
+               + describe_head(before.head) + " at "
+               + short_id(before.head.commit);
+  if (head.commit != before.head.commit || moved_branch)
+    out.moved += ", and what the commits changed is left uncommitted in the "
+                 "checkout";
+  for (auto& k : kept)
+    out.moved += "; " + k;
+  return out;
+}
+
+// The service's own commits on the main checkout's HEAD are no attempt's
+// doing: a snapshot of an attempt running in place meanwhile (a task that
+// got no worktree) follows them.
+integration workspace::integrate(const integration_request& req) {
+  auto before = git::head_of(repo_);
+  auto out = merge_task(req);
+  auto after = git::head_of(repo_);
+  if (after.commit != before.commit)
+    for (auto& [path, snap] : snapshots_)
+      if (snap.head.ref == before.ref && snap.head.commit == before.commit)
+        snap.head.commit = after.commit;
+  return out;
+}
+
+integration workspace::merge_task(const integration_request& req) {
+  auto& repo = repo_;
+  auto message = "taskforce: " + req.task_id + ": " + req.title;
+  integration out;
+  if (req.branch.empty()) {
+    // In place (useWorktrees: false): commit the task's scope right here.
+    auto commit = commit_in_place(repo, req.scope, message);
+    out.status = commit.empty() ? integration::outcome::empty
+                                : integration::outcome::merged;
+    out.commit = commit.empty() ? git::head_commit(repo).value_or("") : commit;
+    return out;
+  }
+  std::error_code ec;
+  fs::path wt{req.worktree};
+  bool have_worktree = !req.worktree.empty() && is_worktree_at(wt, nullptr);
+  if (have_worktree) {
+    auto tree = git::open(wt);
+    // The attempt's checks saw HEAD on the branch; anything since (a
+    // process left behind) must not slip work past them.
+    if (git::head_of(tree).ref != "refs/heads/" + req.branch) {
+      out.status = integration::outcome::error;
+      out.message = "HEAD of " + wt.string() + " is no longer on " + req.branch
+                    + "; nothing was merged";
+      return out;
+    }
+    git::commit_all(tree, message);
+  }
+  auto tip = git::branch_tip(repo, req.branch);
+  if (!tip) {
+    out.status = integration::outcome::error;
+    out.message = "branch " + req.branch + " is gone";
+    return out;
+  }
+  auto done_with_worktree = [&] {
+    if (!have_worktree || !req.cleanup)
+      return;
+    leased_.erase(wt.string());
+    if (reuse_) {
+      if (std::find(spares_.begin(), spares_.end(), wt) == spares_.end())
+        spares_.push_back(wt);
+      return;
+    }
+    try {
+      git::remove_worktree(repo, wt.string(), false);
+      git::delete_branch(repo, req.branch);
+    } catch (const git::error& e) {
+      spdlog::warn("keeping worktree {}: {}", wt.string(), e.what());
+    }
+  };
+  if (auto merged = git::merged_commit(repo, *tip, base_branch_)) {
+    out.status = *merged == *tip ? integration::outcome::empty
+                                 : integration::outcome::already_merged;
+    out.commit = *merged;
+    done_with_worktree();
+    if (!have_worktree && req.cleanup)
+      git::delete_branch(repo, req.branch);
+    return out;
+  }
+  auto r = git::merge_into_base(repo, req.branch, base_branch_,
+                                "Merge " + req.branch + ": " + req.title);
+  using oc = git::merge_result::outcome;
+  switch (r.status) {
+    case oc::merged:
+    case oc::already_merged:
+      out.status = r.status == oc::merged
+                     ? integration::outcome::merged
+                     : integration::outcome::already_merged;
+      out.commit = r.commit;
+      done_with_worktree();
+      break;
+    case oc::conflict:
+      out.status = integration::outcome::conflict;
+      out.paths = r.paths;
+      out.message = "merge conflict in " + join(r.paths) + " (branch "
+                    + req.branch + " kept)";
+      break;
+    case oc::dirty_checkout:
+      out.status = integration::outcome::dirty;
+      out.paths = r.paths;
+      out.message = "main checkout has uncommitted changes to " + join(r.paths)
+                    + " (nothing overwritten)";
+      break;
+  }
+  return out;
+}
+
+void workspace::finish() {
+  spares_.clear();
+  remove_merged_leftovers(repo_, base_branch_, run_id_, leased_);
+}
+
+void remove_merged_leftovers(git::repository& repo,
+                             const std::string& base_branch,
+                             const std::string& run_id,
+                             const std::set<std::string>& leased) {
+  auto base = git::branch_tip(repo, base_branch);
+  if (!base)
+    return;
+  // Worktrees of this run whose branch is merged: clean ones go (spares,
+  // done tasks, a clean interrupted one); one holding changes stays.
+  auto prefix = "taskforce/" + run_id + "/";
+  std::set<std::string> checked_out;
+  for (auto& wt : git::list_worktrees(repo)) {
+    checked_out.insert(wt.branch);
+    if (wt.branch.rfind(prefix, 0) != 0 || leased.count(wt.path.string())
+        || wt.kept)
+      continue;
+    auto tip = git::branch_tip(repo, wt.branch);
+    if (!tip || !git::is_ancestor(repo, *tip, *base))
+      continue;
+    try {
+      git::remove_worktree(repo, wt.path.string(), false);
+      checked_out.erase(wt.branch);
+      std::error_code ec;
+      fs::remove(wt.path.parent_path(), ec); // the run folder, when empty
+    } catch (const git::error& e) {
+      spdlog::info("keeping worktree {}: {}", wt.path.string(), e.what());
+    }
+  }
+  // Branches of this run that are merged and checked out nowhere.
+  for (auto& b : git::list_branches(repo, prefix))
+    if (checked_out.count(b.name) == 0 && git::is_ancestor(repo, b.tip, *base))
+      git::delete_branch(repo, b.name);
+}
+
+} // namespace taskforce::git

@@ -1,0 +1,206 @@
+// The workspace of one run: the task worktrees of the main repository, and
+// what each attempt may bring into the base branch. The git service actor is
+// a thin shell over it (it owns one on its own thread).
+//
+// Worktrees live at `.taskforce/worktrees/<run>/<task>` on branches
+// `taskforce/<run>/<task>`, created from the current tip of the base branch
+// so a dependent sees its dependencies' merged work. A worktree whose work
+// is merged is kept as a spare and reset to the next task's base (rewriting
+// only the files that differ) instead of paying for a fresh checkout; a
+// worktree holding work that is not merged is never reset or deleted (only
+// `discard` does that, on the user's word).
+//
+// It also answers, for each check of an attempt, what the attempt brings:
+// in a worktree, every path between the fork from the base and the branch
+// tip plus the working tree; in place, what changed since a snapshot taken
+// before the attempt. A worktree whose HEAD left the task's branch (or
+// whose branch no longer descends from where the attempt began), or a
+// main checkout whose HEAD moved, fails the attempt: the work is pinned
+// under `refs/taskforce/kept/<run>/<task>/attempt-N`, the worktree is
+// never reused, and the branch is put back where the attempt began.
+//
+// Blocks (libgit2); one owner, one thread. Failures throw git::error or
+// std::runtime_error.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "src/git/repository.hpp"
+#include "src/git/worktree.hpp"
+
+namespace taskforce::git {
+
+/// `taskforce/<run>/<task>`.
+std::string task_branch(const std::string& run_id, const std::string& task_id);
+
+/// `<root>/.taskforce/worktrees/<run>/<task>`.
+std::filesystem::path task_worktree(const std::filesystem::path& root,
+                                    const std::string& run_id,
+                                    const std::string& task_id);
+
+/// Removes the worktrees and branches of run `run_id` whose work is merged
+/// into `base_branch` and that are clean and not `leased`; anything holding
+/// work stays. Runs at the end of a run, and again on `resume` when a run
+/// was killed after it completed but before this cleanup.
+void remove_merged_leftovers(repository& repo, const std::string& base_branch,
+                             const std::string& run_id,
+                             const std::set<std::string>& leased);
+
+/// Where an attempt works.
+struct lease {
+  /// The directory the worker runs in.
+  std::string path;
+  /// `taskforce/<run>/<task>`.
+  std::string branch;
+  /// The worktree was reused (kept from an interrupted attempt, or a clean
+  /// merged one reset to the new base).
+  bool reused = false;
+  /// The commit the branch is at as the attempt begins: it must still
+  /// descend from it when the attempt ends.
+  std::string start;
+};
+
+/// Which attempt a check is for, and where it runs.
+struct attempt_place {
+  std::string run_id;
+  std::string task_id;
+  uint64_t attempt = 0;
+  /// The checkout the attempt runs in: its worktree, or the main checkout.
+  std::string checkout;
+  /// The task's branch; empty when the attempt runs in place (it is then
+  /// compared with the snapshot taken before it began).
+  std::string branch;
+  /// lease::start.
+  std::string start;
+};
+
+/// What an attempt brings, or why its HEAD is not where it belongs.
+struct attempt_changes {
+  /// Every changed path (repository-relative, sorted).
+  std::vector<std::string> paths;
+  /// Empty when HEAD is where it belongs; else what moved, and where the
+  /// work was kept (the attempt fails with it).
+  std::string moved;
+};
+
+/// What to integrate.
+struct integration_request {
+  std::string task_id;
+  std::string title;
+  std::string worktree;
+  /// Empty: the task ran in place; commit its scope in the main checkout.
+  std::string branch;
+  /// Remove the worktree and branch once merged (cleanupWorktrees).
+  bool cleanup = true;
+  /// The task's write scope: what an in-place task commits.
+  std::vector<std::string> scope;
+};
+
+/// How an integration ended.
+struct integration {
+  enum class outcome {
+    /// A new commit on the base brought the task's work in.
+    merged,
+    /// The branch tip was already reachable from the base.
+    already_merged,
+    /// Nothing to merge: the task changed nothing.
+    empty,
+    /// The merge conflicts; `paths` name the files.
+    conflict,
+    /// The main checkout has tracked changes; `paths` name the files.
+    dirty,
+    /// Anything else; `message` says what.
+    error,
+    /// For check_merged: the task's work is not in the base.
+    not_merged,
+  };
+  outcome status = outcome::error;
+  /// The base commit that brought the work in (merged, already_merged,
+  /// empty: the base's tip).
+  std::string commit;
+  std::vector<std::string> paths;
+  std::string message;
+};
+
+/// Commits, in the main checkout's current branch, the changed paths that
+/// lie inside `scope` (every changed path for a task without files): a task
+/// that ran in place. Nothing else that is changed or staged goes in.
+/// Returns the new commit, or "" when nothing in scope changed.
+std::string commit_in_place(repository& repo,
+                            const std::vector<std::string>& scope,
+                            const std::string& message);
+
+/// The run's worktrees and the checks of its attempts.
+class workspace {
+ public:
+  /// Takes the main repository (its housekeeping done) and removes what a
+  /// kill left half prepared. `spares` are worktrees of tasks done earlier;
+  /// each is reused only if it is clean and merged.
+  workspace(repository repo, std::filesystem::path root,
+            std::string base_branch, std::string run_id, bool reuse_worktrees,
+            const std::vector<std::filesystem::path>& spares);
+
+  /// A worktree for an attempt of `task_id` on its branch: the kept one of
+  /// an earlier attempt (unless `fresh`), a spare reset to the base tip, or
+  /// a new one. `known_path` is where the ledger last saw it.
+  lease lease_worktree(const std::string& task_id, bool fresh,
+                       const std::string& known_path);
+
+  /// Remembers the checkout at `path` as it is before an attempt runs in
+  /// it in place; returns HEAD's commit.
+  std::string snapshot(const std::string& path);
+
+  /// What the attempt brings so far, or how its HEAD moved.
+  attempt_changes check(const attempt_place& place);
+
+  /// Commits a task's work and merges it into the base branch.
+  integration integrate(const integration_request& req);
+
+  /// Whether the task's work is in the base already (merged by hand while
+  /// it waited in review): `merged` with the base commit that has it, or
+  /// `not_merged`. Work still uncommitted in the task's worktree is not
+  /// merged, whatever its branch says. Changes nothing.
+  integration check_merged(const integration_request& req);
+
+  /// Removes the task's worktree and branch, work and all; true if
+  /// anything was removed.
+  bool discard(const std::string& run_id, const std::string& task_id);
+
+  /// The run is over: removes the clean, merged worktrees kept for reuse.
+  void finish();
+
+ private:
+  bool is_worktree_at(const std::filesystem::path& path, std::string* branch);
+  bool reusable(const std::filesystem::path& path);
+  std::filesystem::path marker_for(const std::filesystem::path& wt) const;
+  void drop_half_prepared();
+  attempt_changes worktree_changes(repository& wt, const std::string& tip);
+  attempt_changes check_worktree(const attempt_place& place);
+  attempt_changes check_in_place(const attempt_place& place);
+  integration merge_task(const integration_request& req);
+
+  /// The main repository.
+  repository repo_;
+  /// Its top folder.
+  std::filesystem::path root_;
+  /// The branch tasks merge into.
+  std::string base_branch_;
+  /// The run whose task branches this workspace manages.
+  std::string run_id_;
+  /// Keep merged worktrees as spares for the next task.
+  bool reuse_;
+  /// Clean worktrees whose work is merged, ready for the next task.
+  std::deque<std::filesystem::path> spares_;
+  /// Worktrees given to an attempt and not yet merged: never reused.
+  std::set<std::string> leased_;
+  /// The checkouts attempts run in in place, as they were before.
+  std::map<std::string, checkout_snapshot> snapshots_;
+};
+
+} // namespace taskforce::git
