@@ -10,41 +10,6 @@
 
 namespace taskforce {
 
-run::rules rules_of(const run_config& cfg) {
-  run::rules r;
-  bool in_place = cfg.mode == "assist" || !cfg.use_worktrees;
-  // In place, tasks share one checkout: what changed there is attributed
-  // to the one attempt running.
-  r.max_concurrency = in_place ? 1 : std::max<uint64_t>(1, cfg.max_concurrency);
-  r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
-  r.continue_on_error = cfg.continue_on_error;
-  if (cfg.mode == "assist")
-    r.finish = run::integration::leave;
-  else if (!cfg.auto_merge && cfg.use_worktrees)
-    r.finish = run::integration::review;
-  else
-    r.finish = run::integration::merge;
-  return r;
-}
-
-std::vector<run::task_record>
-records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
-           const std::vector<std::string>& reasons) {
-  std::vector<run::task_record> out(graph.size());
-  for (size_t i = 0; i < graph.size(); ++i) {
-    auto& spec = graph.task(i);
-    auto& r = out[i];
-    if (i < states.size())
-      r.state = states[i];
-    if (i < reasons.size())
-      r.reason = reasons[i];
-    r.hold = spec.held;
-    r.hold_reason = spec.hold_reason.value_or("");
-    r.needs_approval = spec.needs_approval;
-  }
-  return out;
-}
-
 namespace {
 
 int64_t clock_ms() {
@@ -675,11 +640,7 @@ void git_stopped(self_ptr self, const std::string& why) {
 run_state final_state(self_ptr self) {
   if (!self->state.lost.empty())
     return run_state::paused;
-  switch (sched(self).phase()) {
-    case run::run_phase::completed: return run_state::completed;
-    case run::run_phase::aborted: return run_state::aborted;
-    default: return run_state::paused;
-  }
+  return sched(self).recorded_end();
 }
 
 /// Tells the watcher once the run is over for this process and what it
@@ -834,18 +795,9 @@ void look(self_ptr self, bool after_refusal) {
     .then(
       [self, seen, ours, done](run_transition& r) {
         auto& st = self->state;
-        if (!st.told && st.lost.empty()) {
-          auto phase = sched(self).phase();
-          auto why = r.reason.empty() ? std::string{to_string(r.to)} : r.reason;
-          // An abort is final in the ledger: never stale. A pause is, once
-          // a run change was decided since the question.
-          if (r.to == run_state::aborted && phase != run::run_phase::aborting
-              && phase != run::run_phase::aborted)
-            step(self, sched(self).aborted_elsewhere(why));
-          else if (r.to == run_state::paused && phase == run::run_phase::running
-                   && seen == st.run_writes && !ours())
-            step(self, sched(self).pause(why, true));
-        }
+        if (!st.told && st.lost.empty())
+          step(self, sched(self).observed(r.to, r.reason,
+                                          seen != st.run_writes || ours()));
         done();
       },
       [self, after_refusal, done](caf::error& err) {

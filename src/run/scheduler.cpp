@@ -408,6 +408,25 @@ decision scheduler::aborted_elsewhere(std::string why) {
   return abort(std::move(why));
 }
 
+decision scheduler::observed(run_state in_ledger, std::string why, bool stale) {
+  if (why.empty())
+    why = taskforce::to_string(in_ledger);
+  if (in_ledger == run_state::aborted && phase_ != run_phase::aborting
+      && phase_ != run_phase::aborted)
+    return aborted_elsewhere(std::move(why));
+  if (in_ledger == run_state::paused && phase_ == run_phase::running && !stale)
+    return pause(std::move(why), true);
+  return {};
+}
+
+run_state scheduler::recorded_end() const {
+  switch (phase_) {
+    case run_phase::completed: return run_state::completed;
+    case run_phase::aborted: return run_state::aborted;
+    default: return run_state::paused;
+  }
+}
+
 // -- what happened to a task --------------------------------------------------
 
 decision scheduler::worker_phase(size_t i, task_event event, std::string why) {

@@ -288,6 +288,16 @@ class scheduler {
   /// recorded over the abort).
   decision aborted_elsewhere(std::string why);
 
+  /// The ledger has the run in `in_ledger` (another process may have
+  /// paused or aborted it; `why` its reason). An abort is final and always
+  /// followed; a pause only while the run is running and `stale` is false
+  /// (no run change was decided here since the ledger was asked).
+  decision observed(run_state in_ledger, std::string why, bool stale);
+
+  /// What the ledger records for a run this process is done with: its
+  /// completion or abort, and otherwise a pause.
+  run_state recorded_end() const;
+
   // -- what happened to a task -----------------------------------------------
 
   /// The worker entered a phase: `work_done` (its gate runs: verifying) or

@@ -684,3 +684,37 @@ CAF_TEST(tasks cannot join a run that completed or was aborted) {
   gone.abort("stop");
   CAF_CHECK(!gone.check_add({make("b", {"b"})}).ok);
 }
+
+CAF_TEST(what the ledger says of the run is followed unless it is stale) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  // A pause seen after a run change was decided here is stale.
+  CAF_CHECK(s.observed(run_state::paused, "paused", true).empty());
+  CAF_CHECK_EQUAL(s.phase(), run_phase::running);
+  auto paused = s.observed(run_state::paused, "", false);
+  CAF_CHECK_EQUAL(show(s, paused), "a!cancel run:paused");
+  CAF_CHECK_EQUAL(s.phase_reason(), "paused");
+  // An abort is final: stale or not, and over a pause.
+  auto aborted = s.observed(run_state::aborted, "by taskforce abort", true);
+  CAF_CHECK_EQUAL(s.phase(), run_phase::aborting);
+  CAF_CHECK_EQUAL(s.phase_reason(), "by taskforce abort");
+  CAF_CHECK(s.observed(run_state::running, "", false).empty());
+  s.attempt_ended(0, attempt_end::interrupted, "interrupted");
+  auto end = s.next();
+  CAF_REQUIRE(end.run.has_value());
+  CAF_CHECK_EQUAL(end.run->to, run_state::aborted);
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::aborted);
+}
+
+CAF_TEST(a run this process is done with is recorded as it ended or paused) {
+  auto s = make_scheduler({make("a", {"a"})});
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::paused);
+  s.start();
+  s.next();
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::paused);
+  s.attempt_ended(0, attempt_end::done, "");
+  s.merge_ended(0, merge_end::merged, "");
+  s.next();
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::completed);
+}
