@@ -18,12 +18,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "src/config/config.hpp"
+#include "src/git/repository.hpp"
 #include "src/plan/graph.hpp"
 #include "src/run/scheduler.hpp"
 #include "src/store/ledger.hpp"
@@ -91,6 +93,15 @@ std::string relative_to(const std::filesystem::path& root,
 /// review (with worktrees); assist leaves it in the checkout.
 rules rules_of(const run_config& cfg);
 
+/// The scheduler's view of tasks as the ledger has them: `states` and
+/// `reasons` one per task of `graph` (or fewer: pending, no reason), with
+/// the file's holds (except where `hold_lifted` says a person lifted one)
+/// and the risks that need approval.
+std::vector<task_record> records_of(const plan::task_graph& graph,
+                                    const std::vector<task_state>& states,
+                                    const std::vector<std::string>& reasons,
+                                    const std::vector<bool>& hold_lifted = {});
+
 /// Loads run `run_id` from `db` exactly as a driver resuming it does,
 /// without changing anything: parses its file and added files with `cfg`,
 /// and matches their tasks with the ledger's. The caller holds the run lock
@@ -114,6 +125,10 @@ struct open_options {
 /// driver cleaned up, the ledger open and the run loaded (attempts a
 /// killed driver cut short recorded interrupted).
 struct opened_run {
+  /// libgit2, initialised while the run is driven.
+  std::unique_ptr<git::library> git_library;
+  /// The main repository (for the git service).
+  git::repository repo;
   store::run_lock lock;
   store::ledger db;
   /// The task file, relative to the repository.
@@ -139,5 +154,15 @@ open_result open_run(const open_options& opts);
 
 /// The `.taskforce` folder of a repository.
 std::filesystem::path state_dir(const std::filesystem::path& root);
+
+/// Where the workers and gates of the repository at `root` are recorded
+/// while they run (`.taskforce/procs/`, see proc::run_options).
+std::filesystem::path worker_records(const std::filesystem::path& root);
+
+/// Kills whatever the workers and gates of a killed driver of this
+/// repository left running, in their groups or out of them, found by the
+/// marks recorded before they started. Returns how many processes it
+/// killed. Call it holding the run lock.
+size_t kill_leftover_workers(const std::filesystem::path& root);
 
 } // namespace taskforce::run
