@@ -38,6 +38,7 @@ rules rules_of(const run_config& cfg) {
   r.max_concurrency = in_place ? 1 : std::max<uint64_t>(1, cfg.max_concurrency);
   r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
   r.continue_on_error = cfg.continue_on_error;
+  r.ask_user_on_blocked = cfg.ask_user_on_blocked;
   if (cfg.mode == "assist")
     r.finish = integration::leave;
   else if (!cfg.auto_merge && cfg.use_worktrees)
