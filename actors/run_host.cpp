@@ -178,6 +178,12 @@ void run_host::stop() {
   caf::anon_send_exit(m.git, down);
   caf::anon_send_exit(m.mailbox, down);
   caf::anon_send_exit(m.ledger, down);
+  // The run lock (held until the host goes) outlives every connection to
+  // the ledger and the repository.
+  caf::scoped_actor self{m.sys};
+  if (m.control)
+    self->wait_for(m.control);
+  self->wait_for(m.orch, m.git, m.mailbox, m.ledger);
 }
 
 } // namespace taskforce
