@@ -151,18 +151,19 @@ CAF_TEST(approve reject answer and add act on a live run) {
   CAF_CHECK(contains(read_file(s.root / "doubt.txt"), "use plan B"));
 
   // add: a duplicate id is refused and adds nothing; new tasks run.
-  s.write("MORE.md", "- [ ] Again\n  - id: t3\n  - files: again.txt\n"
-                     "  - run: echo again > again.txt\n");
+  // (Outside the repository: the main checkout stays clean for merges.)
+  s.dir.write("MORE.md", "- [ ] Again\n  - id: t3\n  - files: again.txt\n"
+                         "  - run: echo again > again.txt\n");
   run::steer_request add;
   add.verb = run::steer_verb::add;
-  add.file = (s.root / "MORE.md").string();
+  add.file = (s.dir.path() / "MORE.md").string();
   auto dup = cli::steer_live(s.root, add);
   CAF_REQUIRE(dup);
   CAF_CHECK(dup->outcome == run::steer_outcome::refused);
   CAF_CHECK_EQUAL(s.task_rows().size(), 3u);
-  s.write("EXTRA.md", "- [ ] Extra\n  - id: extra\n  - files: extra.txt\n"
-                      "  - run: echo extra > extra.txt\n");
-  add.file = (s.root / "EXTRA.md").string();
+  s.dir.write("EXTRA.md", "- [ ] Extra\n  - id: extra\n  - files: extra.txt\n"
+                          "  - run: echo extra > extra.txt\n");
+  add.file = (s.dir.path() / "EXTRA.md").string();
   auto added = cli::steer_live(s.root, add);
   CAF_REQUIRE(added);
   CAF_CHECK(added->outcome == run::steer_outcome::accepted);
@@ -171,7 +172,8 @@ CAF_TEST(approve reject answer and add act on a live run) {
   }));
   CAF_CHECK(std::filesystem::exists(s.root / "extra.txt"));
   CAF_CHECK_EQUAL(s.ledger().added_files(s.run().id),
-                  std::vector<std::string>{"EXTRA.md"});
+                  std::vector<std::string>{
+                    std::filesystem::weakly_canonical(add.file).string()});
 
   // The busy task ends, so does the run; the endpoint goes with it.
   { std::ofstream{flag} << "go\n"; }
