@@ -211,14 +211,12 @@ void check_file(const fs::path& path) {
     return; // not a regular file: SQLite says what is wrong with it
   if (size == 0)
     not_a_ledger(path, "is empty, not a taskforce ledger");
-  char magic[16] = {};
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    return; // unreadable: SQLite says so
-  auto got = std::fread(magic, 1, sizeof magic, f);
-  std::fclose(f);
-  if (got != sizeof magic || std::memcmp(magic, "SQLite format 3", 16) != 0)
-    not_a_ledger(path, "is not a taskforce ledger (not an SQLite database)");
+  // The header is left to SQLite (read_version: SQLITE_NOTADB). Opening
+  // and closing the file here would drop every POSIX lock this process
+  // holds on it (close() releases them all, whichever descriptor took
+  // them): a second connection opened beside a live one would silently
+  // unlock the first, and another process could then checkpoint and reset
+  // the WAL under it, losing its commits.
 }
 
 int read_version(sqlite::connection& db, const fs::path& path, int known) {
