@@ -19,7 +19,9 @@ store::task_fields to_store_fields(const task_facts& facts) {
   copy(facts.merge_commit, f.merge_commit);
   copy(facts.gate_tail, f.gate_tail);
   copy(facts.conflict_paths, f.conflict_paths);
-  // session and hold_lifted have no column yet.
+  copy(facts.session, f.session);
+  if (facts.hold_lifted)
+    f.hold_lifted = true;
   return f;
 }
 

@@ -21,6 +21,8 @@
 #include "actors/worker.hpp"
 #include "src/cli/cli.hpp"
 #include "src/cli/live_table.hpp"
+#include "src/cli/run_load.hpp"
+#include "actors/mail_service.hpp"
 #include "src/git/git.hpp"
 #include "src/plan/graph.hpp"
 #include "src/proc/registry.hpp"
@@ -94,39 +96,6 @@ std::string join(const std::vector<std::string>& xs, const char* sep = ", ") {
   return out;
 }
 
-std::string relative_to(const fs::path& root, const std::string& file) {
-  auto abs = fs::weakly_canonical(fs::absolute(file));
-  auto rel = abs.lexically_relative(fs::weakly_canonical(root));
-  if (rel.empty() || *rel.begin() == "..")
-    return abs.string();
-  return rel.generic_string();
-}
-
-std::vector<task_spec> parse_tasks(const fs::path& root,
-                                   const std::string& file_rel,
-                                   const config& cfg) {
-  fs::path path = file_rel;
-  if (path.is_relative())
-    path = root / path;
-  auto text = read_text(path);
-  auto popts = taskfile::options_from(cfg.run);
-  popts.working_directory = root.string();
-  popts.repository = root.string();
-  auto parsed = taskfile::parse(text, file_rel, popts);
-  if (!parsed.ok()) {
-    std::string msg;
-    for (auto& e : parsed.errors) {
-      if (!msg.empty())
-        msg += "\ntaskforce: ";
-      msg += taskfile::format_error(file_rel, e);
-    }
-    throw usage_error(msg);
-  }
-  if (parsed.tasks.empty())
-    throw usage_error(file_rel + ": no tasks");
-  return std::move(parsed.tasks);
-}
-
 // Never start on top of uncommitted work the tasks may touch. A dirty
 // tracked path or an untracked one (ignored files aside) in the scope of a
 // task that is not done (a task without files claims everything) is
@@ -134,6 +103,7 @@ std::vector<task_spec> parse_tasks(const fs::path& root,
 // merges update the checkout. The task file itself may be edited between
 // runs (a fixed gate command): it is never counted.
 void refuse_dirty(git::repository& repo, const std::string& task_file,
+                  const std::vector<std::string>& added_files,
                   const config& cfg, const std::vector<task_spec>& specs,
                   const std::set<std::string>& done) {
   // taskforce's own folder counts neither (before the first run it is not
@@ -142,6 +112,9 @@ void refuse_dirty(git::repository& repo, const std::string& task_file,
     paths.erase(std::remove_if(paths.begin(), paths.end(),
                                [&](const std::string& p) {
                                  return p == task_file
+                                        || std::find(added_files.begin(),
+                                                     added_files.end(), p)
+                                             != added_files.end()
                                         || p.rfind(".taskforce/", 0) == 0;
                                }),
                 paths.end());
@@ -215,9 +188,9 @@ int drive_run(const drive_options& opts) {
   std::vector<task_spec> specs;
   if (!opts.file.empty()) {
     file_rel = relative_to(root, opts.file);
-    specs = parse_tasks(root, file_rel, cfg);
+    specs = parse_task_file(root, file_rel, cfg);
     if (!had_state)
-      refuse_dirty(repo, file_rel, cfg, specs, {});
+      refuse_dirty(repo, file_rel, {}, cfg, specs, {});
   } else if (!had_state) {
     throw usage_error("no run to resume in " + root.string());
   }
@@ -256,7 +229,7 @@ int drive_run(const drive_options& opts) {
     }
     run_id = unfinished->id;
     file_rel = unfinished->file;
-    specs = parse_tasks(root, file_rel, cfg);
+    specs = parse_task_file(root, file_rel, cfg);
   } else if (unfinished && unfinished->file != file_rel) {
     throw usage_error("run " + unfinished->id + " of " + unfinished->file
                       + " is unfinished; `taskforce resume` or `taskforce "
@@ -264,13 +237,21 @@ int drive_run(const drive_options& opts) {
   } else if (unfinished) {
     run_id = unfinished->id;
   }
+  std::vector<std::string> added_files;
+  if (!run_id.empty()) {
+    // The run's file and the files added to it, as the steering commands
+    // load them.
+    auto loaded = load_run_tasks(root, db, *db.find_run(run_id), cfg);
+    specs = std::move(loaded.specs);
+    added_files = std::move(loaded.added_files);
+  }
   {
     std::set<std::string> done;
     if (!run_id.empty())
       for (auto& t : db.tasks(run_id))
         if (t.state == task_state::done)
           done.insert(t.id);
-    refuse_dirty(repo, file_rel, cfg, specs, done);
+    refuse_dirty(repo, file_rel, added_files, cfg, specs, done);
   }
 
   std::string base_branch;
@@ -343,6 +324,11 @@ int drive_run(const drive_options& opts) {
     memory.push_back(std::move(m));
   }
   auto records = records_of(graph, states, reasons);
+  // A hold a person lifted (`approve`) stays lifted though the file still
+  // has its marker.
+  for (size_t i = 0; i < graph.size(); ++i)
+    if (rows[graph.task(i).id].hold_lifted)
+      records[i].hold = false;
 
   // The actors.
   runtime_config sys_cfg{0, false};
@@ -362,6 +348,8 @@ int drive_run(const drive_options& opts) {
         && in_use.count(*row.worktree) == 0)
       gs.spares.push_back(*row.worktree);
   auto git = spawn_git_service(sys, std::move(gs));
+  // The workers' mail (answers and messages), from the ledger.
+  auto mail = spawn_mail_service(sys, dir / store::ledger_file_name);
   caf::scoped_actor self{sys};
   bool tty = !opts.plain && ::isatty(1) == 1;
   live_table table{std::cout, tty, color_wanted()};
@@ -377,11 +365,12 @@ int drive_run(const drive_options& opts) {
     table_rows.push_back(r);
   }
   table.set_rows(std::move(table_rows));
+  table.set_ask_user_on_blocked(cfg.run.ask_user_on_blocked);
 
   auto self_exe = current_executable();
   auto run_cfg = cfg.run;
-  worker_launcher launch = [&sys, run_id, run_cfg, root, self_exe,
-                            git](const run_task& t, uint64_t attempt,
+  worker_launcher launch = [&sys, run_id, run_cfg, root, self_exe, git,
+                            mail](const run_task& t, uint64_t attempt,
                                  bool fresh, caf::actor orch) {
     worker_job job;
     job.run_id = run_id;
@@ -399,6 +388,7 @@ int drive_run(const drive_options& opts) {
     job.self_exe = self_exe;
     job.git = git;
     job.orchestrator = orch;
+    job.mail = mail;
     // The orchestrator stops it with cancel_atom; the worker kills its
     // command through the process registry.
     return worker_handle{spawn_worker(sys, std::move(job)), {}};
@@ -463,6 +453,7 @@ int drive_run(const drive_options& opts) {
   self->send_exit(orch, caf::exit_reason::user_shutdown);
   self->send_exit(git, caf::exit_reason::user_shutdown);
   self->send_exit(ledger, caf::exit_reason::user_shutdown);
+  self->send_exit(mail, caf::exit_reason::user_shutdown);
   return code;
 }
 
