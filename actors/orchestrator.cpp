@@ -10,42 +10,6 @@
 
 namespace taskforce {
 
-run::rules rules_of(const run_config& cfg) {
-  run::rules r;
-  bool in_place = cfg.mode == "assist" || !cfg.use_worktrees;
-  // In place, tasks share one checkout: what changed there is attributed
-  // to the one attempt running.
-  r.max_concurrency = in_place ? 1 : std::max<uint64_t>(1, cfg.max_concurrency);
-  r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
-  r.continue_on_error = cfg.continue_on_error;
-  r.ask_user_on_blocked = cfg.ask_user_on_blocked;
-  if (cfg.mode == "assist")
-    r.finish = run::integration::leave;
-  else if (!cfg.auto_merge && cfg.use_worktrees)
-    r.finish = run::integration::review;
-  else
-    r.finish = run::integration::merge;
-  return r;
-}
-
-std::vector<run::task_record>
-records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
-           const std::vector<std::string>& reasons) {
-  std::vector<run::task_record> out(graph.size());
-  for (size_t i = 0; i < graph.size(); ++i) {
-    auto& spec = graph.task(i);
-    auto& r = out[i];
-    if (i < states.size())
-      r.state = states[i];
-    if (i < reasons.size())
-      r.reason = reasons[i];
-    r.hold = spec.held;
-    r.hold_reason = spec.hold_reason.value_or("");
-    r.needs_approval = spec.needs_approval;
-  }
-  return out;
-}
-
 namespace {
 
 int64_t clock_ms() {
@@ -971,6 +935,13 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
     },
     [self](add_atom, task_additions& more) {
       return add_tasks(self, more);
+    },
+    [self](caf::get_atom) {
+      steer_reply r;
+      auto& s = sched(self);
+      for (size_t i = 0; i < s.size(); ++i)
+        r.tasks.push_back({s.graph().task(i).id, s.state(i), s.reason(i)});
+      return r;
     },
     // -- another process ------------------------------------------------------
     [self](caf::tick_atom) {

@@ -46,6 +46,7 @@
 #include "messages/interfaces.hpp"
 #include "src/config/config.hpp"
 #include "src/plan/graph.hpp"
+#include "src/run/run_setup.hpp"
 #include "src/run/scheduler.hpp"
 
 namespace taskforce {
@@ -91,21 +92,10 @@ struct run_task {
   std::string turn_text;
 };
 
-/// What the orchestrator remembers of a task besides its state (which the
-/// scheduler owns): loaded from the ledger, updated by attempts.
-struct task_memory {
-  std::string worktree;
-  std::string branch;
-  std::string merge_commit;
-  std::string session;
-  std::string previous_failure;
-  /// Backend runs so far (see run_task::invocations).
-  uint64_t invocations = 0;
-  /// The latest attempt number the ledger gave the task.
-  uint64_t attempt = 0;
-  /// A person's answer waiting for the task's next attempt.
-  std::string answer;
-};
+/// What the orchestrator remembers of a task (the run layer loads it).
+using run::records_of;
+using run::rules_of;
+using run::task_memory;
 
 /// A started worker: its actor, and a way to stop it that does not depend
 /// on its mailbox. The orchestrator stops a worker by sending it
@@ -151,17 +141,6 @@ struct orchestrator_setup {
   /// aborted the run.
   std::chrono::milliseconds poll{500};
 };
-
-/// The scheduler's rules for a run config: in place (assist mode or no
-/// worktrees) one attempt at a time; autoMerge false keeps passing work for
-/// review (with worktrees); assist leaves it in the checkout.
-run::rules rules_of(const run_config& cfg);
-
-/// The scheduler's view of tasks as the ledger has them: `states` one per
-/// task of `graph`, with the file's holds and the risks that need approval.
-std::vector<run::task_record>
-records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
-           const std::vector<std::string>& reasons);
 
 /// Spawns the orchestrator of one run (cooperatively scheduled: it never
 /// blocks; workers and services do the blocking work).

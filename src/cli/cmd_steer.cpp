@@ -8,13 +8,12 @@
 #include <iterator>
 #include <thread>
 
-#include "actors/orchestrator.hpp"
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
 #include "src/cli/control_client.hpp"
 #include "src/cli/run_driver.hpp"
-#include "src/cli/run_load.hpp"
 #include "src/cli/steer.hpp"
+#include "src/run/run_setup.hpp"
 #include "src/run/steer_paused.hpp"
 #include "src/store/run_lock.hpp"
 
@@ -148,26 +147,26 @@ run::steer_verdict steer_offline(const fs::path& root,
               + "; only an unfinished run can be steered",
             false};
   lock->set_run(run.id);
-  auto tasks = load_run_tasks(root, db, run, cfg);
-  plan::task_graph graph{tasks.specs};
-  auto records = records_of(graph, tasks);
-  run::scheduler sched{std::move(graph), std::move(records), rules_of(cfg.run)};
+  // The run exactly as a driver resuming it loads it.
+  auto loaded = run::load_run(root, db, run.id, cfg);
+  run::scheduler sched{std::move(loaded.graph), std::move(loaded.records),
+                       loaded.rule_set};
   std::vector<task_spec> added;
   std::string added_file;
   if (request.verb == run::steer_verb::add) {
-    added_file = relative_to(root, request.file);
+    added_file = run::relative_to(root, request.file);
     if (added_file == run.file)
       return {run::steer_outcome::refused,
               added_file + " is the task file of run " + run.id
                 + "; nothing was added",
               false};
-    for (auto& f : tasks.added_files)
+    for (auto& f : loaded.added_files)
       if (f == added_file)
         return {run::steer_outcome::refused,
                 added_file + " was added to run " + run.id
                   + " already; nothing was added",
                 false};
-    added = parse_task_file(root, added_file, cfg);
+    added = run::parse_task_file(root, added_file, cfg);
   }
   return run::steer_paused(sched, db, run.id, request, std::move(added),
                            added_file);
@@ -176,8 +175,14 @@ run::steer_verdict steer_offline(const fs::path& root,
 int steer(const run::steer_request& request, const global_options& opts) {
   auto root = fs::path{repository_of(opts)};
   auto verdict = steer_live(root, request);
-  if (!verdict)
-    verdict = steer_offline(root, request, opts);
+  if (!verdict) {
+    try {
+      verdict = steer_offline(root, request, opts);
+    } catch (const run::setup_error& e) {
+      // A task file that no longer parses, or an added file with a mistake.
+      throw usage_error(e.what());
+    }
+  }
   switch (verdict->outcome) {
     case run::steer_outcome::accepted:
       std::cout << verdict->message << '\n';
