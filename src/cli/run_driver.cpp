@@ -101,6 +101,7 @@ int drive_run(const drive_options& opts) {
     }
     table.set_rows(std::move(table_rows));
   }
+  table.set_ask_user_on_blocked(opts.cfg.run.ask_user_on_blocked);
   run_host_options ho;
   ho.root = opts.root;
   ho.cfg = opts.cfg;

@@ -110,7 +110,8 @@ bool scheduler::finished() const {
 }
 
 bool scheduler::awaiting_answer() const {
-  if (phase_ != run_phase::paused || !rules_.ask_user_on_blocked)
+  if (phase_ != run_phase::paused || !rules_.ask_user_on_blocked
+      || asked_to_pause_)
     return false;
   for (auto& r : records_)
     if (r.state == task_state::blocked)
@@ -228,6 +229,7 @@ void scheduler::start_pause(decision& d, std::string why) {
 void scheduler::wake(decision& d) {
   if (phase_ != run_phase::paused)
     return;
+  asked_to_pause_ = false;
   phase_ = run_phase::running;
   phase_reason_.clear();
   d.run = run_change{run_state::running, {}};
@@ -377,6 +379,7 @@ decision scheduler::next() {
 
 decision scheduler::pause(std::string why, bool interrupt) {
   decision d;
+  asked_to_pause_ = true;
   if (interrupt
       && (phase_ == run_phase::running || phase_ == run_phase::pausing))
     for (auto i : active_)

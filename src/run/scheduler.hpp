@@ -251,7 +251,8 @@ class scheduler {
   bool finished() const;
 
   /// Whether a blocked task waits for `answer` with askUserOnBlocked: the
-  /// run is paused but should be kept open for the answer.
+  /// run is paused but should be kept open for the answer (not when a
+  /// person asked for the pause: then the driver may stop).
   bool awaiting_answer() const;
 
   /// The rules.
@@ -361,6 +362,8 @@ class scheduler {
   rules rules_;
   run_phase phase_ = run_phase::idle;
   std::string phase_reason_;
+  /// A person asked for the pause (`pause`): nothing keeps the run open.
+  bool asked_to_pause_ = false;
   /// Per task: failed attempts counted against maxAttempts.
   std::vector<uint64_t> failures_;
   /// Per task: dependencies not done yet.

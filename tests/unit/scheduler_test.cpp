@@ -223,6 +223,22 @@ CAF_TEST(ask user on blocked keeps the run open for an answer) {
   CAF_CHECK_EQUAL(s.phase(), run_phase::running);
 }
 
+CAF_TEST(a pause a person asks for ends a run that awaits an answer) {
+  rules r;
+  r.ask_user_on_blocked = true;
+  auto s = make_scheduler({make("a", {"a"})}, r);
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::blocked, "key?");
+  s.next();
+  CAF_REQUIRE(s.awaiting_answer());
+  // Ctrl-C: the driver may stop; the task stays blocked for the answer.
+  s.pause("interrupted by Ctrl-C", true);
+  CAF_CHECK(s.finished());
+  CAF_CHECK(!s.awaiting_answer());
+  CAF_CHECK_EQUAL(s.state(0), task_state::blocked);
+}
+
 CAF_TEST(risky work waits in review until approved and is never merged before) {
   auto g = graph_of({make("a", {"a"}), make("b", {"b"}, {"a"})});
   std::vector<task_record> records(2);
