@@ -250,6 +250,9 @@ namespace {
 /// How long a connection may take to send its request line.
 constexpr int read_deadline_ms = 2000;
 
+/// Connections served at once; more are turned away.
+constexpr size_t max_connections = 16;
+
 /// Reads one line (without its newline) within the deadline; false when
 /// the peer sent none, too much, or took too long.
 bool read_line(int fd, std::string& line) {
@@ -306,8 +309,27 @@ struct control_endpoint::impl {
   uint16_t port = 0;
   std::thread acceptor;
   std::mutex mtx;
-  std::vector<std::thread> connections;
+  /// Connections being served (or served and not joined yet).
+  struct connection {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  std::vector<connection> connections;
   bool stopped = false;
+
+  /// Joins the connections that ended; how many are still served.
+  size_t reap() {
+    std::vector<connection> keep;
+    for (auto& c : connections) {
+      if (c.done->load()) {
+        c.thread.join();
+      } else {
+        keep.push_back(std::move(c));
+      }
+    }
+    connections.swap(keep);
+    return connections.size();
+  }
 
   impl(caf::actor_system& s, control_actor c) : sys(s), control(std::move(c)) {}
 
@@ -356,9 +378,19 @@ struct control_endpoint::impl {
         ::close(fd);
         return;
       }
-      connections.emplace_back([this, fd] {
-        serve(fd);
-      });
+      if (reap() >= max_connections) {
+        // Commands come from people: this many at once is somebody else.
+        write_all(fd, run::encode_verdict(run::control_answer::failed,
+                                          "the driver is busy; try again"));
+        ::close(fd);
+        continue;
+      }
+      auto done = std::make_shared<std::atomic<bool>>(false);
+      connections.push_back({std::thread([this, fd, done] {
+                               serve(fd);
+                               done->store(true);
+                             }),
+                             done});
     }
   }
 };
@@ -413,7 +445,7 @@ uint16_t control_endpoint::port() const {
 
 void control_endpoint::stop() {
   auto& m = *impl_;
-  std::vector<std::thread> serving;
+  std::vector<impl::connection> serving;
   {
     std::lock_guard<std::mutex> guard{m.mtx};
     if (m.stopped)
@@ -440,8 +472,8 @@ void control_endpoint::stop() {
     std::lock_guard<std::mutex> guard{m.mtx};
     serving.swap(m.connections);
   }
-  for (auto& t : serving)
-    t.join();
+  for (auto& c : serving)
+    c.thread.join();
   ::close(m.listen_fd);
   for (int fd : m.wake)
     if (fd >= 0)
