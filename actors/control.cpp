@@ -165,6 +165,44 @@ void to_mailbox(self_ptr self, promise_t p, run::steer_request req) {
       });
 }
 
+/// answer: the answer is stored in the task's mailbox before the task
+/// leaves blocked, so it survives a driver that stops before the next
+/// attempt starts; that attempt's worker takes it as its answer turn. The
+/// orchestrator gets no text of its own (it would post it again).
+void answer_task(self_ptr self, promise_t p, run::steer_request req) {
+  auto& st = self->state;
+  self->request(st.setup.orchestrator, st.setup.patience, caf::get_atom::value)
+    .then(
+      [self, p, req](steer_reply& r) mutable {
+        auto& st = self->state;
+        auto it = std::find_if(r.tasks.begin(), r.tasks.end(),
+                               [&](const task_view& t) {
+                                 return t.id == req.task;
+                               });
+        if (it == r.tasks.end())
+          return answer(p, control_answer::refused,
+                        "no task " + req.task + " in run " + st.setup.run_id);
+        if (it->state != task_state::blocked)
+          return answer(p, control_answer::refused,
+                        "task " + req.task + " is " + to_string(it->state)
+                          + "; answer applies to a blocked task");
+        self
+          ->request(st.setup.mailbox, st.setup.patience, post_atom::value,
+                    st.setup.run_id, req.task, turn_kind::answer, req.text)
+          .then(
+            [self, p, req](int64_t) mutable {
+              to_orchestrator(self, p, "answered " + req.task,
+                              answer_atom::value, req.task, std::string{});
+            },
+            [self, p](caf::error& err) mutable {
+              fail_with(self, p, err);
+            });
+      },
+      [self, p](caf::error& err) mutable {
+        fail_with(self, p, err);
+      });
+}
+
 /// add: the file is read in a detached helper, then the orchestrator adds
 /// the tasks (recorded in the ledger first).
 void add_file(self_ptr self, promise_t p, std::string file) {
@@ -224,10 +262,7 @@ control_actor::behavior_type control(self_ptr self, control_setup setup) {
           to_orchestrator(self, p, "rejected " + req.task, reject_atom::value,
                           req.task, req.text);
           break;
-        case steer_verb::answer:
-          to_orchestrator(self, p, "answered " + req.task, answer_atom::value,
-                          req.task, req.text);
-          break;
+        case steer_verb::answer: answer_task(self, p, req); break;
         case steer_verb::add: add_file(self, p, req.file); break;
         case steer_verb::send:
         case steer_verb::broadcast: to_mailbox(self, p, req); break;

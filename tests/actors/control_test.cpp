@@ -36,6 +36,8 @@ store::new_run sample_run() {
 struct orchestrator_book {
   std::vector<task_view> views;
   std::vector<std::string> approved;
+  /// "task:text" of every answer it got.
+  std::vector<std::string> answered;
 };
 
 caf::behavior fake_orchestrator(caf::event_based_actor*,
@@ -56,6 +58,11 @@ caf::behavior fake_orchestrator(caf::event_based_actor*,
     },
     [book](caf::get_atom) {
       return steer_reply{book->views};
+    },
+    [book](answer_atom, std::string& task,
+           std::string& text) -> caf::result<steer_reply> {
+      book->answered.push_back(task + ":" + text);
+      return steer_reply{{task_view{task, task_state::ready, ""}}};
     },
   };
 }
@@ -224,6 +231,24 @@ CAF_TEST(broadcast reaches every working task and needs one) {
   auto none = ask(request(run::steer_verb::broadcast, "", "anyone?"));
   CAF_CHECK(none.first == run::control_answer::refused);
   CAF_CHECK_EQUAL(stored().size(), 2u);
+}
+
+CAF_TEST(an answer is stored for the task before the task leaves blocked) {
+  book->views
+    = {{"a", task_state::blocked, ""}, {"b", task_state::running, ""}};
+  auto refused = ask(request(run::steer_verb::answer, "b", "no"));
+  CAF_CHECK(refused.first == run::control_answer::refused);
+  CAF_CHECK_NOT_EQUAL(refused.second.find("running"), std::string::npos);
+  CAF_CHECK(stored().empty());
+  CAF_CHECK(book->answered.empty());
+  auto v = ask(request(run::steer_verb::answer, "a", "use plan B"));
+  CAF_CHECK(v.first == run::control_answer::accepted);
+  auto rows = stored();
+  CAF_REQUIRE_EQUAL(rows.size(), 1u);
+  CAF_CHECK(rows[0].kind == store::mail_kind::answer);
+  CAF_CHECK_EQUAL(rows[0].text, "use plan B");
+  // The orchestrator moves the task; the text travels by the mailbox only.
+  CAF_CHECK_EQUAL(book->answered, strings{"a:"});
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
