@@ -205,18 +205,19 @@ const char* step(int version) {
 }
 
 void check_file(const fs::path& path) {
+  // Only the size, never by opening the file: closing any descriptor of a
+  // database file drops every POSIX lock this process holds on it, those
+  // of its other open ledger connections included (a driver's ledger
+  // service while its mailbox opens a second connection). Another process
+  // would then take itself for the last user and delete the write-ahead
+  // log under them. A file without SQLite's header is refused by
+  // read_version, before anything is written.
   std::error_code ec;
   auto size = fs::file_size(path, ec);
   if (ec)
     return; // not a regular file: SQLite says what is wrong with it
   if (size == 0)
     not_a_ledger(path, "is empty, not a taskforce ledger");
-  // The header is left to SQLite (read_version: SQLITE_NOTADB). Opening
-  // and closing the file here would drop every POSIX lock this process
-  // holds on it (close() releases them all, whichever descriptor took
-  // them): a second connection opened beside a live one would silently
-  // unlock the first, and another process could then checkpoint and reset
-  // the WAL under it, losing its commits.
 }
 
 int read_version(sqlite::connection& db, const fs::path& path, int known) {

@@ -1,10 +1,15 @@
-// A person steers a run another process drives, through the driver's
-// loopback endpoint: approve, reject, answer, add, send and broadcast take
-// effect within the run (a merge commit, a blocked reason, a worker's
-// inbox, an added task done), and once the driver exits nothing answers
-// for it. Real binary, real repositories.
+// A person steers a run another process drives, from a second process
+// (the commands, through the driver's loopback endpoint): approve, reject,
+// answer, add, send and broadcast take effect within the run (a merge commit, a
+// blocked reason, a worker's inbox, an added task done), and once the driver
+// exits nothing answers for it. Real binary, real repositories.
 #define CAF_SUITE scenarios.live
 #include <caf/test/unit_test.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <thread>
 
@@ -76,6 +81,26 @@ std::string waiter(const std::string& flag, const std::string& file) {
          + file;
 }
 
+/// Sends `line` to the endpoint on `port` as a stranger would; the reply.
+std::string raw_request(uint16_t port, const std::string& line) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  std::string reply;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    auto n = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
+    (void)n;
+    char buf[4096];
+    ssize_t got;
+    while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0)
+      reply.append(buf, static_cast<size_t>(got));
+  }
+  ::close(fd);
+  return reply;
+}
+
 } // namespace
 
 CAF_TEST(approve reject answer and add act on a live run) {
@@ -102,13 +127,22 @@ CAF_TEST(approve reject answer and add act on a live run) {
               == std::filesystem::perms::none
             && (perms & std::filesystem::perms::others_all)
                  == std::filesystem::perms::none);
+  // A stranger without the token changes nothing, nor does garbage.
+  auto info = run::read_driver_file(run::driver_file(s.root));
+  CAF_REQUIRE(info);
+  auto stranger = raw_request(
+    info->port, R"({"token": "guess", "verb": "approve", "task": "t1"})"
+                "\n");
+  CAF_CHECK(contains(stranger, "unauthorized"));
+  CAF_CHECK(
+    contains(raw_request(info->port, std::string(1000, '[') + "\n"), "failed"));
+  CAF_CHECK_EQUAL(state_of(s, "t1"), "review");
   auto before = s.first_parent_subjects().size();
 
   // approve: merged while the run goes on.
-  auto v = cli::steer_live(s.root, req(run::steer_verb::approve, "t1"));
-  CAF_REQUIRE(v);
-  CAF_CHECK(v->live);
-  CAF_CHECK(v->outcome == run::steer_outcome::accepted);
+  auto v = s.tf({"approve", "t1"});
+  CAF_CHECK_EQUAL(v.code, 0);
+  CAF_CHECK(contains(v.output, "approved t1"));
   CAF_CHECK(wait_until([&] {
     return in_state(s, "t1", "done");
   }));
@@ -117,34 +151,26 @@ CAF_TEST(approve reject answer and add act on a live run) {
   CAF_CHECK(std::filesystem::exists(s.root / "risky.txt"));
 
   // approve on a done task: refused, naming the state.
-  auto twice = cli::steer_live(s.root, req(run::steer_verb::approve, "t1"));
-  CAF_REQUIRE(twice);
-  CAF_CHECK(twice->outcome == run::steer_outcome::refused);
-  CAF_CHECK(contains(twice->message, "done"));
-  auto nobody = cli::steer_live(s.root, req(run::steer_verb::approve, "t9"));
-  CAF_REQUIRE(nobody);
-  CAF_CHECK(nobody->outcome == run::steer_outcome::refused);
+  auto twice = s.tf({"approve", "t1"});
+  CAF_CHECK_EQUAL(twice.code, 2);
+  CAF_CHECK(contains(twice.output, "t1 is done"));
+  auto nobody = s.tf({"approve", "t9"});
+  CAF_CHECK_EQUAL(nobody.code, 2);
+  CAF_CHECK(contains(nobody.output, "t9"));
 
   // reject: blocked with the reason, its work kept.
-  auto r = cli::steer_live(s.root,
-                           req(run::steer_verb::reject, "t2", "not like this"));
-  CAF_REQUIRE(r);
-  CAF_CHECK(r->outcome == run::steer_outcome::accepted);
+  auto r = s.tf({"reject", "t2", "not like this"});
+  CAF_CHECK_EQUAL(r.code, 0);
   CAF_CHECK_EQUAL(state_of(s, "t2"), "blocked");
   CAF_CHECK(contains(s.task("t2").reason.value_or(""), "not like this"));
   CAF_CHECK(s.task("t2").branch.has_value());
 
   // answer: the same task runs again, its worker gets the answer.
-  auto a
-    = cli::steer_live(s.root, req(run::steer_verb::answer, "t2", "use plan B"));
-  CAF_REQUIRE(a);
-  CAF_CHECK(a->outcome == run::steer_outcome::accepted);
+  CAF_CHECK_EQUAL(s.tf({"answer", "t2", "use plan B"}).code, 0);
   CAF_REQUIRE(wait_until([&] {
     return in_state(s, "t2", "review");
   }));
-  auto b = cli::steer_live(s.root, req(run::steer_verb::approve, "t2"));
-  CAF_REQUIRE(b);
-  CAF_CHECK(b->outcome == run::steer_outcome::accepted);
+  CAF_CHECK_EQUAL(s.tf({"approve", "t2"}).code, 0);
   CAF_CHECK(wait_until([&] {
     return in_state(s, "t2", "done");
   }));
@@ -154,26 +180,21 @@ CAF_TEST(approve reject answer and add act on a live run) {
   // (Outside the repository: the main checkout stays clean for merges.)
   s.dir.write("MORE.md", "- [ ] Again\n  - id: t3\n  - files: again.txt\n"
                          "  - run: echo again > again.txt\n");
-  run::steer_request add;
-  add.verb = run::steer_verb::add;
-  add.file = (s.dir.path() / "MORE.md").string();
-  auto dup = cli::steer_live(s.root, add);
-  CAF_REQUIRE(dup);
-  CAF_CHECK(dup->outcome == run::steer_outcome::refused);
+  auto dup = s.tf({"add", (s.dir.path() / "MORE.md").string()});
+  CAF_CHECK_EQUAL(dup.code, 2);
+  CAF_CHECK(contains(dup.output, "t3"));
   CAF_CHECK_EQUAL(s.task_rows().size(), 3u);
   s.dir.write("EXTRA.md", "- [ ] Extra\n  - id: extra\n  - files: extra.txt\n"
                           "  - run: echo extra > extra.txt\n");
-  add.file = (s.dir.path() / "EXTRA.md").string();
-  auto added = cli::steer_live(s.root, add);
-  CAF_REQUIRE(added);
-  CAF_CHECK(added->outcome == run::steer_outcome::accepted);
+  auto extra = (s.dir.path() / "EXTRA.md").string();
+  CAF_CHECK_EQUAL(s.tf({"add", extra}).code, 0);
   CAF_CHECK(wait_until([&] {
     return in_state(s, "extra", "done");
   }));
   CAF_CHECK(std::filesystem::exists(s.root / "extra.txt"));
   CAF_CHECK_EQUAL(s.ledger().added_files(s.run().id),
                   std::vector<std::string>{
-                    std::filesystem::weakly_canonical(add.file).string()});
+                    std::filesystem::weakly_canonical(extra).string()});
 
   // The busy task ends, so does the run; the endpoint goes with it.
   { std::ofstream{flag} << "go\n"; }
@@ -202,23 +223,18 @@ CAF_TEST(send and broadcast reach the inbox of running workers) {
     return in_state(s, "t1", "running") && in_state(s, "t2", "running")
            && std::filesystem::exists(run::driver_file(s.root));
   }));
-  auto v = cli::steer_live(s.root, req(run::steer_verb::send, "t1", "go-one"));
-  CAF_REQUIRE(v);
-  CAF_CHECK(v->outcome == run::steer_outcome::accepted);
+  CAF_CHECK_EQUAL(s.tf({"send", "t1", "go-one"}).code, 0);
   CAF_REQUIRE(wait_until([&] {
     return in_state(s, "t1", "done");
   }));
   CAF_CHECK(contains(read_file(s.root / "one.txt"), "go-one"));
   // send to a task that is not working: refused, naming its state.
-  auto late = cli::steer_live(s.root, req(run::steer_verb::send, "t1", "more"));
-  CAF_REQUIRE(late);
-  CAF_CHECK(late->outcome == run::steer_outcome::refused);
-  CAF_CHECK(contains(late->message, "done"));
-  auto b
-    = cli::steer_live(s.root, req(run::steer_verb::broadcast, "", "all-go"));
-  CAF_REQUIRE(b);
-  CAF_CHECK(b->outcome == run::steer_outcome::accepted);
-  CAF_CHECK(contains(b->message, "t2") && !contains(b->message, "t1"));
+  auto late = s.tf({"send", "t1", "more"});
+  CAF_CHECK_EQUAL(late.code, 2);
+  CAF_CHECK(contains(late.output, "t1 is done"));
+  auto b = s.tf({"broadcast", "all-go"});
+  CAF_CHECK_EQUAL(b.code, 0);
+  CAF_CHECK(contains(b.output, "sent to t2"));
   auto st = proc::wait_for(child.pid);
   CAF_CHECK_EQUAL(st.code, 0);
   CAF_CHECK(contains(read_file(s.root / "two.txt"), "all-go"));
