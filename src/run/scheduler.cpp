@@ -8,6 +8,16 @@ namespace taskforce::run {
 
 namespace {
 
+/// How the reason of a task a person rejected begins.
+constexpr const char* rejected_prefix = "rejected: ";
+
+/// Whether a blocked task is blocked because a person rejected it (it then
+/// waits for an answer, or a discard, rather than running again as it was).
+bool rejected(const task_record& r) {
+  return r.state == task_state::blocked
+         && r.reason.rfind(rejected_prefix, 0) == 0;
+}
+
 bool schedulable(task_state x) {
   return x == task_state::pending || x == task_state::ready
          || x == task_state::interrupted;
@@ -323,7 +333,9 @@ decision scheduler::start() {
         break;
       case task_state::failed: move(d, i, task_event::reset, "resumed"); break;
       case task_state::blocked:
-        if (!rules_.ask_user_on_blocked)
+        // A rejected task would only bring back the work a person turned
+        // down: it waits for an answer (or a discard) like a question.
+        if (!rules_.ask_user_on_blocked && !rejected(r))
           move(d, i, task_event::reset, "resumed");
         break;
       case task_state::conflict:
@@ -545,7 +557,7 @@ steer_result scheduler::reject(size_t i, std::string why) {
     return refuse(graph_.task(i).id, rec.state,
                   "reject applies to a task in review or held");
   steer_result r;
-  move(r.changes, i, task_event::reject, "rejected: " + why);
+  move(r.changes, i, task_event::reject, rejected_prefix + why);
   r.ok = true;
   return r;
 }

@@ -264,7 +264,8 @@ class scheduler {
 
   /// Starts (or resumes) the run: records it running, puts held tasks on
   /// hold and lifts holds the file no longer asks for, gives failed and
-  /// blocked tasks another chance, merges again what conflicted or was cut
+  /// blocked tasks another chance (not a rejected one, nor a blocked one
+  /// with askUserOnBlocked: they wait for an answer), merges again what conflicted or was cut
   /// short while merging, checks review tasks for a hand merge, then
   /// `next()`.
   decision start();
@@ -307,7 +308,8 @@ class scheduler {
   /// review: integrate it; held: lift the hold.
   steer_result approve(size_t i);
 
-  /// review or held: the task becomes blocked with `why`.
+  /// review or held: the task becomes blocked with `why` ("rejected: "
+  /// first). It stays blocked at resume until answered or discarded.
   steer_result reject(size_t i, std::string why);
 
   /// blocked: the task runs again, continuing with the answer.

@@ -176,6 +176,17 @@ CAF_TEST(reject blocks a task in review or held with the reason) {
   auto late = s.tf({"approve", "t1"});
   CAF_CHECK_EQUAL(late.code, 2);
   CAF_CHECK(contains(late.output, "task t1 is blocked"));
+  // A resume does not bring the rejected work back for review: it waits
+  // for an answer.
+  CAF_CHECK_EQUAL(s.tf({"resume", "--plain"}).code, 1);
+  CAF_CHECK_EQUAL(state_of(s, "t1"), "blocked");
+  CAF_CHECK_EQUAL(state_of(s, "t2"), "blocked");
+  CAF_CHECK_EQUAL(s.task("t1").attempts, 1);
+  // The answer runs it again, and it waits for review once more.
+  CAF_CHECK_EQUAL(s.tf({"answer", "t1", "use", "tabs"}).code, 0);
+  CAF_CHECK_EQUAL(s.tf({"resume", "--plain"}).code, 1);
+  CAF_CHECK_EQUAL(state_of(s, "t1"), "review");
+  CAF_CHECK_EQUAL(on_main(s, "a.txt"), "");
 }
 
 CAF_TEST(add joins new tasks to a paused run and they run at resume) {

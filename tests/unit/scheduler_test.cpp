@@ -279,6 +279,25 @@ CAF_TEST(approve reject and answer refuse other states and name them) {
                            "task");
 }
 
+CAF_TEST(a rejected task waits for its answer at resume a blocked one runs) {
+  auto g = graph_of({make("a", {"a"}), make("b", {"b"})});
+  std::vector<task_record> records(2);
+  records[0].state = task_state::blocked;
+  records[0].reason = "rejected: wrong format";
+  records[1].state = task_state::blocked;
+  records[1].reason = "which key?";
+  scheduler s{std::move(g), std::move(records), rules{}};
+  auto d = s.start();
+  d += s.next();
+  CAF_CHECK_EQUAL(s.state(0), task_state::blocked);
+  CAF_CHECK_EQUAL(s.reason(0), "rejected: wrong format");
+  CAF_CHECK_EQUAL(launched(s, d), ids{"b"});
+  // The answer runs it again.
+  auto answered = s.answer(0);
+  CAF_REQUIRE(answered.ok);
+  CAF_CHECK_EQUAL(s.state(0), task_state::ready);
+}
+
 CAF_TEST(held tasks never start until approved and reject blocks them) {
   auto g = graph_of({make("a", {"a"}), make("b", {"b"}), make("c", {"c"})});
   std::vector<task_record> records(3);
