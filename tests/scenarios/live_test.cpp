@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -251,4 +252,23 @@ CAF_TEST(a stale driver file does not fool a client) {
   run::write_driver_file(run::driver_file(s.root),
                          {1, "deadbeef", 999999, "r-old"});
   CAF_CHECK(!cli::steer_live(s.root, req(run::steer_verb::approve, "t1")));
+}
+
+CAF_TEST(a driver stopped by ctrl c takes its endpoint along) {
+  scenario s;
+  auto flag = (s.dir.path() / "go.flag").string();
+  s.tasks("- [ ] Busy\n  - files: busy.txt\n  - run: "
+          + waiter(flag, "busy.txt") + "\n");
+  auto child = start_run(s, "int.log");
+  CAF_REQUIRE(wait_until([&] {
+    return in_state(s, "t1", "running")
+           && std::filesystem::exists(run::driver_file(s.root));
+  }));
+  ::kill(child.pid, SIGINT);
+  CAF_CHECK_EQUAL(proc::wait_for(child.pid).code, 1);
+  CAF_CHECK(!std::filesystem::exists(run::driver_file(s.root)));
+  // With no driver, a command is recorded for the next resume instead.
+  auto r = s.tf({"send", "t1", "later"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK(contains(r.output, "no process drives the run"));
 }
