@@ -19,7 +19,9 @@ store::task_fields to_store_fields(const task_facts& facts) {
   copy(facts.merge_commit, f.merge_commit);
   copy(facts.gate_tail, f.gate_tail);
   copy(facts.conflict_paths, f.conflict_paths);
-  // session and hold_lifted have no column yet.
+  copy(facts.session, f.session);
+  if (facts.hold_lifted)
+    f.hold_lifted = true;
   return f;
 }
 
@@ -138,11 +140,32 @@ ledger_service(ledger_actor::stateful_pointer<ledger_state> self,
         return fail(e);
       }
     },
-    [](add_atom, std::string&, task_additions&) -> caf::result<bool> {
-      // The ledger's schema has no way yet to add tasks to a run.
-      return caf::make_error(run_errc::ledger_io,
-                             std::string{"this ledger cannot add tasks to a "
-                                         "run"});
+    [self](add_atom, std::string& run_id,
+           task_additions& more) -> caf::result<bool> {
+      try {
+        store::added_tasks added;
+        added.run_id = run_id;
+        added.file = more.file;
+        for (auto& s : more.tasks) {
+          store::new_task nt;
+          nt.id = s.id;
+          nt.index = static_cast<int>(s.index);
+          nt.title = s.title;
+          nt.state = s.done ? task_state::done : task_state::pending;
+          if (s.done)
+            nt.reason = "checked in the task file";
+          added.tasks.push_back(std::move(nt));
+        }
+        self->state.db->add_tasks(added, store::wall_clock_ms());
+        return true;
+      } catch (const store::ledger_error& e) {
+        if (e.code() == store::ledger_errc::duplicate)
+          return caf::make_error(run_errc::duplicate_task,
+                                 std::string{e.what()});
+        return fail(e);
+      } catch (const std::exception& e) {
+        return fail(e);
+      }
     },
     [self](caf::get_atom, std::string& run_id) -> caf::result<run_transition> {
       try {

@@ -981,6 +981,13 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
     [self](add_atom, task_additions& more) {
       return add_tasks(self, more);
     },
+    [self](caf::get_atom) {
+      steer_reply r;
+      auto& s = sched(self);
+      for (size_t i = 0; i < s.size(); ++i)
+        r.tasks.push_back({s.graph().task(i).id, s.state(i), s.reason(i)});
+      return r;
+    },
     // -- another process ------------------------------------------------------
     [self](caf::tick_atom) {
       auto& st = self->state;

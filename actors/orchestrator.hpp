@@ -92,21 +92,10 @@ struct run_task {
   std::string turn_text;
 };
 
-/// What the orchestrator remembers of a task besides its state (which the
-/// scheduler owns): loaded from the ledger, updated by attempts.
-struct task_memory {
-  std::string worktree;
-  std::string branch;
-  std::string merge_commit;
-  std::string session;
-  std::string previous_failure;
-  /// Backend runs so far (see run_task::invocations).
-  uint64_t invocations = 0;
-  /// The latest attempt number the ledger gave the task.
-  uint64_t attempt = 0;
-  /// A person's answer waiting for the task's next attempt.
-  std::string answer;
-};
+/// What the orchestrator remembers of a task (the run layer loads it).
+using run::records_of;
+using run::rules_of;
+using run::task_memory;
 
 /// A started worker: its actor, and a way to stop it that does not depend
 /// on its mailbox. The orchestrator stops a worker by sending it

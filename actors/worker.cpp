@@ -7,6 +7,7 @@
 
 #include "src/proc/registry.hpp"
 #include "src/report/report.hpp"
+#include "src/run/run_setup.hpp"
 #include "src/store/ledger.hpp"
 #include "src/worker/prompt.hpp"
 #include "src/worker/scope_check.hpp"
@@ -15,14 +16,6 @@
 namespace fs = std::filesystem;
 
 namespace taskforce {
-
-fs::path worker_records(const fs::path& root) {
-  return root / ".taskforce" / "procs";
-}
-
-size_t kill_leftover_workers(const fs::path& root) {
-  return proc::recover_leftovers(worker_records(root).string());
-}
 
 namespace {
 
@@ -173,7 +166,7 @@ void run_command(self_ptr self, proc::run_options opts,
   // Recorded before it starts, so that the next driver finds what a crash
   // of this one left running (kill_leftover_workers).
   opts.label = st.job.run_id + "/" + st.job.task.id + "/";
-  opts.record_folder = worker_records(st.job.root).string();
+  opts.record_folder = run::worker_records(st.job.root).string();
   process_job pj;
   pj.run = std::move(opts);
   pj.inputs = std::move(inputs);

@@ -100,14 +100,4 @@ struct worker_job {
 /// Spawns the worker for `job` (event-based). Stop it with `cancel_atom`.
 caf::actor spawn_worker(caf::actor_system& sys, worker_job job);
 
-/// Where the workers and gates of the repository at `root` are recorded
-/// while they run (`.taskforce/procs/`, see proc::run_options).
-std::filesystem::path worker_records(const std::filesystem::path& root);
-
-/// Kills whatever the workers and gates of a killed driver of this
-/// repository left running, in their groups or out of them, found by the
-/// marks recorded before they started. Returns how many processes it
-/// killed. Call it holding the run lock.
-size_t kill_leftover_workers(const std::filesystem::path& root);
-
 } // namespace taskforce

@@ -128,6 +128,9 @@ using orchestrator_actor = caf::typed_actor<
   /// answered once durable, or with run_errc duplicate_task / bad_tasks /
   /// ledger_io.
   caf::replies_to<add_atom, task_additions>::with<steer_reply>,
+  /// Every task of the run as the scheduler has it now (the control
+  /// endpoint checks where `send` may go).
+  caf::replies_to<caf::get_atom>::with<steer_reply>,
   /// From itself: time to look for a pause or abort asked by another process.
   caf::reacts_to<caf::tick_atom>>;
 

@@ -174,5 +174,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::proc_exited))
   // A worker takes its task's undelivered mail.
   CAF_ADD_ATOM(taskforce_run, taskforce, take_atom, "take")
+  // The run's mailbox stores mail down to a task; the driver's control
+  // endpoint hands it a person's request.
+  CAF_ADD_ATOM(taskforce_run, taskforce, post_atom, "post")
+  CAF_ADD_ATOM(taskforce_run, taskforce, steer_atom, "steer")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_run)

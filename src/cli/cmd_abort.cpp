@@ -4,8 +4,10 @@
 
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
+#include "src/cli/run_driver.hpp"
 #include "src/cli/steer.hpp"
 #include "src/git/git.hpp"
+#include "src/store/run_lock.hpp"
 
 namespace taskforce::cli {
 
@@ -19,7 +21,7 @@ const char* discard_help
   = "usage: taskforce discard TASK [--run ID]\n\n"
     "Removes a task's worktree and branch, whatever they hold, and puts the\n"
     "task back to pending so a resume runs it from scratch. Refused while\n"
-    "the task is being worked on.\n";
+    "a process drives the run.\n";
 
 int run_abort_command(const std::vector<std::string>& argv,
                       const global_options& opts) {
@@ -30,10 +32,9 @@ int run_abort_command(const std::vector<std::string>& argv,
   auto db = open_ledger(root, true);
   auto run = pick_run(db, parsed.value("--run"));
   if (is_finished(run.state))
-    throw usage_error("run " + run.id + " is already "
-                      + to_string(run.state));
-  db.set_run_state(run.id, run_state::aborted, std::string{"aborted by the user"},
-                   store::wall_clock_ms());
+    throw usage_error("run " + run.id + " is already " + to_string(run.state));
+  db.set_run_state(run.id, run_state::aborted,
+                   std::string{"aborted by the user"}, store::wall_clock_ms());
   std::cout << "run " << run.id << " aborted";
   if (auto who = driver_of(root))
     std::cout << " (" << *who << "; it stops within a second)";
@@ -48,17 +49,26 @@ int run_discard_command(const std::vector<std::string>& argv,
     throw usage_error("discard needs exactly one TASK id");
   auto task_id = parsed.positionals()[0];
   auto root = repository_of(opts);
+  open_ledger(root, false); // no run yet: refused before anything is made
+  // Nobody may drive the run while its worktrees and branches go: a driver
+  // could be leasing, checking or merging the very ones.
+  auto got
+    = store::run_lock::try_acquire(state_dir(root) / store::run_lock_file_name);
+  if (auto* holder = std::get_if<store::run_lock_holder>(&got))
+    throw usage_error(store::describe(*holder)
+                      + "; discard works on a paused run (Ctrl-C or "
+                        "taskforce abort stops the driver first)");
+  auto lock = std::move(std::get<store::run_lock>(got));
   auto db = open_ledger(root, true);
   auto run = pick_run(db, parsed.value("--run"));
+  lock.set_run(run.id);
   auto t = db.find_task(run.id, task_id);
   if (!t)
     throw usage_error("run " + run.id + " has no task " + task_id);
-  if (is_active(t->state) && driver_of(root))
-    throw usage_error("task " + task_id + " is " + to_string(t->state)
-                      + "; pause or abort the run first");
   git::library lib;
   auto repo = git::open(root);
-  std::string branch = t->branch.value_or("taskforce/" + run.id + "/" + task_id);
+  std::string branch
+    = t->branch.value_or("taskforce/" + run.id + "/" + task_id);
   bool removed = false;
   for (auto& wt : git::list_worktrees(repo))
     if (wt.branch == branch

@@ -23,6 +23,18 @@ int run_abort_command(const std::vector<std::string>&, const global_options&);
 extern const char* abort_help;
 int run_discard_command(const std::vector<std::string>&, const global_options&);
 extern const char* discard_help;
+int run_approve_command(const std::vector<std::string>&, const global_options&);
+extern const char* approve_help;
+int run_reject_command(const std::vector<std::string>&, const global_options&);
+extern const char* reject_help;
+int run_answer_command(const std::vector<std::string>&, const global_options&);
+extern const char* answer_help;
+int run_send_command(const std::vector<std::string>&, const global_options&);
+extern const char* send_help;
+int run_broadcast_command(const std::vector<std::string>&, const global_options&);
+extern const char* broadcast_help;
+int run_add_command(const std::vector<std::string>&, const global_options&);
+extern const char* add_help;
 int run_inbox_command(const std::vector<std::string>&, const global_options&);
 extern const char* inbox_help;
 int run_report_command(const std::vector<std::string>&, const global_options&);
@@ -57,6 +69,18 @@ const std::vector<command>& commands() {
      run_abort_command},
     {"discard", "remove a task's worktree and branch", discard_help,
      run_discard_command},
+    {"approve", "approve a task in review (merge it) or lift a hold",
+     approve_help, run_approve_command},
+    {"reject", "turn down a task in review or held: it is blocked",
+     reject_help, run_reject_command},
+    {"answer", "answer a blocked task: it runs again with the answer",
+     answer_help, run_answer_command},
+    {"send", "a message to a task's worker, read once", send_help,
+     run_send_command},
+    {"broadcast", "a message to every working task of the run",
+     broadcast_help, run_broadcast_command},
+    {"add", "add the tasks of a file to an unfinished run", add_help,
+     run_add_command},
     {"inbox", "inside a worker: the messages sent to its task, read once",
      inbox_help, run_inbox_command},
     {"report", "inside a worker: record a message up to the run", report_help,

@@ -1,12 +1,148 @@
 #include "src/cli/control_client.hpp"
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <string>
+
+#include "src/run/control_wire.hpp"
+
 namespace taskforce::cli {
 
-// Placeholder until the driver's control endpoint exists: no driver
-// is ever found.
+namespace {
+
+/// A connect to the loopback interface is refused or made at once; this
+/// only bounds a wedged one.
+constexpr int connect_timeout_ms = 1000;
+/// How long the driver may take to make the change durable and answer.
+constexpr int verdict_timeout_ms = 10000;
+
+struct socket_fd {
+  int fd = -1;
+  ~socket_fd() {
+    if (fd >= 0)
+      ::close(fd);
+  }
+};
+
+bool wait_for(int fd, short events, int64_t deadline_ms) {
+  using namespace std::chrono;
+  for (;;) {
+    auto now
+      = duration_cast<milliseconds>(steady_clock::now().time_since_epoch())
+          .count();
+    if (now >= deadline_ms)
+      return false;
+    pollfd pfd{fd, events, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(deadline_ms - now));
+    if (r < 0 && errno == EINTR)
+      continue;
+    return r > 0;
+  }
+}
+
+int64_t clock_ms() {
+  using namespace std::chrono;
+  return duration_cast<milliseconds>(steady_clock::now().time_since_epoch())
+    .count();
+}
+
+/// Connects to 127.0.0.1:port; false when nothing listens there.
+bool connect_loopback(socket_fd& s, uint16_t port) {
+  s.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s.fd < 0)
+    return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    if (errno != EINPROGRESS
+        || !wait_for(s.fd, POLLOUT, clock_ms() + connect_timeout_ms))
+      return false;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
 std::optional<run::steer_verdict>
-steer_live(const std::filesystem::path&, const run::steer_request&) {
-  return std::nullopt;
+steer_live(const std::filesystem::path& root,
+           const run::steer_request& request) {
+  // No file, or one a killed driver left whose port nothing (or another
+  // program) listens on now: no driver.
+  auto info = run::read_driver_file(run::driver_file(root));
+  if (!info)
+    return std::nullopt;
+  socket_fd s;
+  if (!connect_loopback(s, info->port))
+    return std::nullopt;
+  auto line = run::encode_request({info->token, request});
+  auto deadline = clock_ms() + verdict_timeout_ms;
+  size_t off = 0;
+  while (off < line.size()) {
+    if (!wait_for(s.fd, POLLOUT, deadline))
+      return std::nullopt;
+    auto n = ::send(s.fd, line.data() + off, line.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (n <= 0)
+      return std::nullopt;
+    off += static_cast<size_t>(n);
+  }
+  std::string reply;
+  char buf[4096];
+  for (;;) {
+    if (!wait_for(s.fd, POLLIN, deadline)) {
+      run::steer_verdict v;
+      v.outcome = run::steer_outcome::failed;
+      v.live = true;
+      v.message = "the driver of run " + info->run_id
+                  + " did not answer within "
+                  + std::to_string(verdict_timeout_ms / 1000)
+                  + " s; see `taskforce status` for whether it took effect";
+      return v;
+    }
+    auto n = ::recv(s.fd, buf, sizeof buf, 0);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN))
+      continue;
+    if (n <= 0)
+      break;
+    reply.append(buf, static_cast<size_t>(n));
+    if (reply.find('\n') != std::string::npos
+        || reply.size() > run::max_control_line)
+      break;
+  }
+  auto nl = reply.find('\n');
+  auto verdict = run::decode_verdict(
+    nl == std::string::npos ? reply : reply.substr(0, nl));
+  // Not a driver of this run (another run, a wrong token: a stale file).
+  if (!verdict || verdict->first == run::control_answer::elsewhere
+      || verdict->first == run::control_answer::unauthorized)
+    return std::nullopt;
+  run::steer_verdict v;
+  v.live = true;
+  v.message = verdict->second;
+  switch (verdict->first) {
+    case run::control_answer::accepted:
+      v.outcome = run::steer_outcome::accepted;
+      break;
+    case run::control_answer::refused:
+      v.outcome = run::steer_outcome::refused;
+      break;
+    default: v.outcome = run::steer_outcome::failed; break;
+  }
+  return v;
 }
 
 } // namespace taskforce::cli

@@ -104,6 +104,21 @@ std::string live_table::paint(const std::string& state,
   return std::string{"\x1b["} + code + "m" + text + "\x1b[0m";
 }
 
+std::string live_table::awaiting_note(const std::string& id,
+                                      const std::string& state,
+                                      bool ask_user_on_blocked) {
+  if (state == "review")
+    return "awaiting approval: taskforce approve " + id;
+  if (state == "blocked")
+    return (ask_user_on_blocked ? "awaiting answer: taskforce answer "
+                                : "blocked; an answer runs it again: "
+                                  "taskforce answer ")
+           + id + " TEXT";
+  if (state == "held")
+    return "held: taskforce approve " + id + " lifts the hold";
+  return {};
+}
+
 void live_table::apply(const run_event& ev) {
   if (events_.is_open()) {
     events_ << event_json(ev) << '\n';
@@ -140,6 +155,11 @@ void live_table::apply(const run_event& ev) {
   }
   if (!ev.reason.empty())
     out_ << " - " << ev.reason;
+  if (!ev.task_id.empty()) {
+    auto note = awaiting_note(ev.task_id, state, ask_user_on_blocked_);
+    if (!note.empty())
+      out_ << " [" << note << ']';
+  }
   out_ << '\n';
   out_.flush();
 }
@@ -172,6 +192,9 @@ void live_table::redraw(int64_t now) {
     if (!row.reason.empty() && row.state != "done")
       l += "  " + fit(row.reason, 40);
     line(l);
+    auto note = awaiting_note(row.id, row.state, ask_user_on_blocked_);
+    if (!note.empty())
+      line(std::string(10, ' ') + "-> " + note);
   }
   std::string summary;
   for (auto& [state, n] : counts) {

@@ -39,6 +39,18 @@ public:
   /// The tasks of the run, in file order, with their current states.
   void set_rows(std::vector<table_row> rows);
 
+  /// Whether blocked workers are kept for an answer (run.askUserOnBlocked):
+  /// a blocked task then shows as awaiting an answer.
+  void set_ask_user_on_blocked(bool on) {
+    ask_user_on_blocked_ = on;
+  }
+
+  /// What a task in `state` waits for from a person, with the command that
+  /// gives it ("awaiting approval: taskforce approve t1"), or "".
+  static std::string awaiting_note(const std::string& id,
+                                   const std::string& state,
+                                   bool ask_user_on_blocked);
+
   /// Applies one transition: updates its row, prints a line (plain mode),
   /// appends a JSON line (events file).
   void apply(const run_event& ev);
@@ -64,6 +76,7 @@ private:
   std::vector<table_row> rows_;
   std::map<std::string, size_t> index_;
   size_t drawn_lines_ = 0;
+  bool ask_user_on_blocked_ = false;
   std::ofstream events_;
 };
 

@@ -61,6 +61,9 @@ struct run_config {
   bool repair_on_failure = true;
   bool fresh_worktree_on_retry = false;
   bool continue_on_error = false;
+  /// A worker that reports blocked is kept for `taskforce answer`; the run
+  /// waits "awaiting answer" instead of going on around it.
+  bool ask_user_on_blocked = false;
   bool use_worktrees = true;
   bool require_worktrees = true;
   bool auto_merge = true;

@@ -8,6 +8,16 @@ namespace taskforce::run {
 
 namespace {
 
+/// How the reason of a task a person rejected begins.
+constexpr const char* rejected_prefix = "rejected: ";
+
+/// Whether a blocked task is blocked because a person rejected it (it then
+/// waits for an answer, or a discard, rather than running again as it was).
+bool rejected(const task_record& r) {
+  return r.state == task_state::blocked
+         && r.reason.rfind(rejected_prefix, 0) == 0;
+}
+
 bool schedulable(task_state x) {
   return x == task_state::pending || x == task_state::ready
          || x == task_state::interrupted;
@@ -110,7 +120,8 @@ bool scheduler::finished() const {
 }
 
 bool scheduler::awaiting_answer() const {
-  if (phase_ != run_phase::paused || !rules_.ask_user_on_blocked)
+  if (phase_ != run_phase::paused || !rules_.ask_user_on_blocked
+      || asked_to_pause_)
     return false;
   for (auto& r : records_)
     if (r.state == task_state::blocked)
@@ -228,19 +239,23 @@ void scheduler::start_pause(decision& d, std::string why) {
 void scheduler::wake(decision& d) {
   if (phase_ != run_phase::paused)
     return;
+  asked_to_pause_ = false;
   phase_ = run_phase::running;
   phase_reason_.clear();
   d.run = run_change{run_state::running, {}};
 }
 
 std::string scheduler::waiting_summary() const {
-  std::vector<std::string> review, held, blocked, failed, conflict, other;
+  std::vector<std::string> review, held, blocked, answer_owed, failed,
+    conflict, other;
   for (size_t i = 0; i < records_.size(); ++i) {
     auto& id = graph_.task(i).id;
     switch (records_[i].state) {
       case task_state::review: review.push_back(id); break;
       case task_state::held: held.push_back(id); break;
-      case task_state::blocked: blocked.push_back(id); break;
+      case task_state::blocked:
+        (rejected(records_[i]) ? answer_owed : blocked).push_back(id);
+        break;
       case task_state::failed: failed.push_back(id); break;
       case task_state::conflict: conflict.push_back(id); break;
       case task_state::done:
@@ -249,10 +264,12 @@ std::string scheduler::waiting_summary() const {
     }
   }
   std::vector<std::string> parts;
-  if (!blocked.empty())
-    parts.push_back(
-      (rules_.ask_user_on_blocked ? "awaiting answer: " : "blocked: ")
-      + join(blocked, ", "));
+  if (rules_.ask_user_on_blocked)
+    answer_owed.insert(answer_owed.end(), blocked.begin(), blocked.end());
+  else if (!blocked.empty())
+    parts.push_back("blocked: " + join(blocked, ", "));
+  if (!answer_owed.empty())
+    parts.push_back("awaiting answer: " + join(answer_owed, ", "));
   if (!review.empty())
     parts.push_back("awaiting approval: " + join(review, ", "));
   if (!held.empty())
@@ -321,7 +338,9 @@ decision scheduler::start() {
         break;
       case task_state::failed: move(d, i, task_event::reset, "resumed"); break;
       case task_state::blocked:
-        if (!rules_.ask_user_on_blocked)
+        // A rejected task would only bring back the work a person turned
+        // down: it waits for an answer (or a discard) like a question.
+        if (!rules_.ask_user_on_blocked && !rejected(r))
           move(d, i, task_event::reset, "resumed");
         break;
       case task_state::conflict:
@@ -377,6 +396,7 @@ decision scheduler::next() {
 
 decision scheduler::pause(std::string why, bool interrupt) {
   decision d;
+  asked_to_pause_ = true;
   if (interrupt
       && (phase_ == run_phase::running || phase_ == run_phase::pausing))
     for (auto i : active_)
@@ -567,12 +587,11 @@ steer_result scheduler::reject(size_t i, std::string why) {
     return refuse(graph_.task(i).id, rec.state,
                   "reject applies to a task in review or held");
   steer_result r;
-  move(r.changes, i, task_event::reject, "rejected: " + why);
-  // Blocked as if its worker had asked: dependents are skipped
-  // (continueOnError), or the run pauses; a settled run looks again, so
-  // its reason names the task as it is now.
-  if (!rules_.ask_user_on_blocked)
-    stopped(r.changes, i, graph_.task(i).id + " rejected: " + why);
+  // The person who rejected it owes it an answer: it waits for one (its
+  // dependents with it) while the rest of the run goes on, as a blocked
+  // task does under askUserOnBlocked; a settled run looks again, so its
+  // reason names the task as it is now.
+  move(r.changes, i, task_event::reject, rejected_prefix + why);
   r.ok = true;
   wake(r.changes);
   return r;

@@ -251,7 +251,8 @@ class scheduler {
   bool finished() const;
 
   /// Whether a blocked task waits for `answer` with askUserOnBlocked: the
-  /// run is paused but should be kept open for the answer.
+  /// run is paused but should be kept open for the answer (not when a
+  /// person asked for the pause: then the driver may stop).
   bool awaiting_answer() const;
 
   /// The rules.
@@ -263,9 +264,10 @@ class scheduler {
 
   /// Starts (or resumes) the run: records it running, puts held tasks on
   /// hold and lifts holds the file no longer asks for, gives failed and
-  /// blocked tasks another chance, merges again what conflicted or was cut
-  /// short while merging, checks review tasks for a hand merge, then
-  /// `next()`.
+  /// blocked tasks another chance (not a rejected one, nor a blocked one
+  /// with askUserOnBlocked: they wait for an answer), merges again what
+  /// conflicted or was cut short while merging, checks review tasks for a hand
+  /// merge, then `next()`.
   decision start();
 
   /// What starts now: tasks whose dependencies are done become ready; up to
@@ -321,9 +323,10 @@ class scheduler {
   /// review: integrate it; held: lift the hold.
   steer_result approve(size_t i);
 
-  /// review or held: the task becomes blocked with `why`, and the run
-  /// takes it as a blocked task (dependents skipped under continueOnError,
-  /// else the run pauses).
+  /// review or held: the task becomes blocked with `why` ("rejected: "
+  /// first) and awaits an answer, its dependents with it, while the rest
+  /// of the run goes on. It stays blocked at resume until answered or
+  /// discarded.
   steer_result reject(size_t i, std::string why);
 
   /// blocked: the task runs again, continuing with the answer.
@@ -383,6 +386,8 @@ class scheduler {
   rules rules_;
   run_phase phase_ = run_phase::idle;
   std::string phase_reason_;
+  /// A person asked for the pause (`pause`): nothing keeps the run open.
+  bool asked_to_pause_ = false;
   /// Per task: failed attempts counted against maxAttempts.
   std::vector<uint64_t> failures_;
   /// Per task: dependencies not done yet.

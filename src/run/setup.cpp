@@ -2,29 +2,31 @@
 
 #include <algorithm>
 
-namespace taskforce {
+namespace taskforce::run {
 
-run::rules rules_of(const run_config& cfg) {
-  run::rules r;
+rules rules_of(const run_config& cfg) {
+  rules r;
   bool in_place = cfg.mode == "assist" || !cfg.use_worktrees;
   // In place, tasks share one checkout: what changed there is attributed
   // to the one attempt running.
   r.max_concurrency = in_place ? 1 : std::max<uint64_t>(1, cfg.max_concurrency);
   r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
   r.continue_on_error = cfg.continue_on_error;
+  r.ask_user_on_blocked = cfg.ask_user_on_blocked;
   if (cfg.mode == "assist")
-    r.finish = run::integration::leave;
+    r.finish = integration::leave;
   else if (!cfg.auto_merge && cfg.use_worktrees)
-    r.finish = run::integration::review;
+    r.finish = integration::review;
   else
-    r.finish = run::integration::merge;
+    r.finish = integration::merge;
   return r;
 }
 
-std::vector<run::task_record>
-records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
-           const std::vector<std::string>& reasons) {
-  std::vector<run::task_record> out(graph.size());
+std::vector<task_record> records_of(const plan::task_graph& graph,
+                                    const std::vector<task_state>& states,
+                                    const std::vector<std::string>& reasons,
+                                    const std::vector<bool>& hold_lifted) {
+  std::vector<task_record> out(graph.size());
   for (size_t i = 0; i < graph.size(); ++i) {
     auto& spec = graph.task(i);
     auto& r = out[i];
@@ -32,11 +34,12 @@ records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
       r.state = states[i];
     if (i < reasons.size())
       r.reason = reasons[i];
-    r.hold = spec.held;
+    bool lifted = i < hold_lifted.size() && hold_lifted[i];
+    r.hold = spec.held && !lifted;
     r.hold_reason = spec.hold_reason.value_or("");
     r.needs_approval = spec.needs_approval;
   }
   return out;
 }
 
-} // namespace taskforce
+} // namespace taskforce::run

@@ -1,7 +1,10 @@
-// What a run's scheduler starts from: its rules from the run config, and
-// its view of the tasks from the ledger's states and the task file.
+// What a run's scheduler starts from: its rules from the run config, its
+// view of the tasks from the ledger's states and the task file, and what
+// the orchestrator remembers of each task besides its state. Pure: shared
+// by the run layer (src/run/run_setup.hpp) and the orchestrator.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -9,17 +12,36 @@
 #include "src/plan/graph.hpp"
 #include "src/run/scheduler.hpp"
 
-namespace taskforce {
+namespace taskforce::run {
+
+/// What the orchestrator remembers of a task besides its state (which the
+/// scheduler owns): loaded from the ledger, updated by attempts.
+struct task_memory {
+  std::string worktree;
+  std::string branch;
+  std::string merge_commit;
+  std::string session;
+  std::string previous_failure;
+  /// Backend runs so far (turns of every attempt, repairs included).
+  uint64_t invocations = 0;
+  /// The latest attempt number the ledger gave the task.
+  uint64_t attempt = 0;
+  /// A person's answer waiting for the task's next attempt.
+  std::string answer;
+};
 
 /// The scheduler's rules for a run config: in place (assist mode or no
 /// worktrees) one attempt at a time; autoMerge false keeps passing work for
 /// review (with worktrees); assist leaves it in the checkout.
-run::rules rules_of(const run_config& cfg);
+rules rules_of(const run_config& cfg);
 
-/// The scheduler's view of tasks as the ledger has them: `states` one per
-/// task of `graph`, with the file's holds and the risks that need approval.
-std::vector<run::task_record>
-records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
-           const std::vector<std::string>& reasons);
+/// The scheduler's view of tasks as the ledger has them: `states` and
+/// `reasons` one per task of `graph` (or fewer: pending, no reason), with
+/// the file's holds (except where `hold_lifted` says a person lifted one)
+/// and the risks that need approval.
+std::vector<task_record> records_of(const plan::task_graph& graph,
+                                    const std::vector<task_state>& states,
+                                    const std::vector<std::string>& reasons,
+                                    const std::vector<bool>& hold_lifted = {});
 
-} // namespace taskforce
+} // namespace taskforce::run

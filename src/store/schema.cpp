@@ -205,20 +205,19 @@ const char* step(int version) {
 }
 
 void check_file(const fs::path& path) {
+  // Only the size, never by opening the file: closing any descriptor of a
+  // database file drops every POSIX lock this process holds on it, those
+  // of its other open ledger connections included (a driver's ledger
+  // service while its mailbox opens a second connection). Another process
+  // would then take itself for the last user and delete the write-ahead
+  // log under them. A file without SQLite's header is refused by
+  // read_version, before anything is written.
   std::error_code ec;
   auto size = fs::file_size(path, ec);
   if (ec)
     return; // not a regular file: SQLite says what is wrong with it
   if (size == 0)
     not_a_ledger(path, "is empty, not a taskforce ledger");
-  char magic[16] = {};
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr)
-    return; // unreadable: SQLite says so
-  auto got = std::fread(magic, 1, sizeof magic, f);
-  std::fclose(f);
-  if (got != sizeof magic || std::memcmp(magic, "SQLite format 3", 16) != 0)
-    not_a_ledger(path, "is not a taskforce ledger (not an SQLite database)");
 }
 
 int read_version(sqlite::connection& db, const fs::path& path, int known) {

@@ -32,9 +32,10 @@ constexpr int current = 2;
 /// Nullptr for a version that does not exist.
 const char* step(int version);
 
-/// Refuses, before SQLite reads it, a file that cannot be a ledger: an
-/// empty one, or one without SQLite's header. Throws `ledger_errc::schema`
-/// naming the file and leaves it as it is.
+/// Refuses, before SQLite reads it, an empty file (SQLite would take it for
+/// a new database). Throws `ledger_errc::schema` naming the file and leaves
+/// it as it is. It never opens the file (see schema.cpp); a file without
+/// SQLite's header is refused by read_version.
 void check_file(const std::filesystem::path& path);
 
 /// The version of the open ledger at `path`, refusing (before anything is

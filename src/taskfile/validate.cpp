@@ -453,8 +453,15 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
       std::smatch match;
       auto text = task.title + "\n" + task.body;
       if (std::regex_search(text, match, re)) {
+        // The reason is the whole line the pattern matched on, as a
+        // person reads it in the file, not just the matched marker.
+        auto at = static_cast<size_t>(match.position(0));
+        auto begin = text.rfind('\n', at);
+        begin = begin == std::string::npos ? 0 : begin + 1;
+        auto end = text.find('\n', at);
         task.held = true;
-        task.hold_reason = match.str(0);
+        task.hold_reason = std::string{trim(std::string_view{text}.substr(
+          begin, end == std::string::npos ? std::string::npos : end - begin))};
       }
     }
   }

@@ -287,14 +287,14 @@ CAF_TEST(a held task waits for approve and reject blocks another) {
     steer(reject_atom::value, std::string{"k"}, std::string{"not now"}),
     "k:blocked");
   CAF_CHECK_EQUAL(book->tasks["k"].reason, "rejected: not now");
-  // A rejected task counts as blocked: without continueOnError the run
-  // pauses once what runs ended.
+  // A rejected task awaits an answer: the run settles on it once what
+  // runs ended.
   outcome("c", run::attempt_end::done);
   CAF_CHECK(rec->finished.empty());
   outcome("h", run::attempt_end::done);
   CAF_CHECK_EQUAL(state("h"), task_state::done);
   CAF_CHECK_EQUAL(book->run, run_state::paused);
-  CAF_CHECK_EQUAL(book->run_reason, "k rejected: not now");
+  CAF_CHECK_EQUAL(book->run_reason, "awaiting answer: k");
 }
 
 CAF_TEST(a blocked task waits for an answer and its next attempt starts

@@ -185,8 +185,7 @@ CAF_TEST(verify is disabled by false no none and dash in any case) {
   CAF_CHECK(!disables_gate("make test"));
 }
 
-CAF_TEST(
-  a body matching the hold pattern holds the task with the matched text) {
+CAF_TEST(a body matching the hold pattern holds the task with the whole line) {
   auto r = read("- [ ] Pick a database\n"
                 "  files: db/\n"
                 "  [NEEDS DECISION: postgres or sqlite]\n"
@@ -194,7 +193,8 @@ CAF_TEST(
                 "  files: x\n");
   CAF_REQUIRE(r.ok());
   CAF_CHECK(r.tasks[0].held);
-  CAF_CHECK_EQUAL(r.tasks[0].hold_reason.value_or(""), "[NEEDS DECISION");
+  CAF_CHECK_EQUAL(r.tasks[0].hold_reason.value_or(""),
+                  "[NEEDS DECISION: postgres or sqlite]");
   CAF_CHECK(!r.tasks[1].held);
   CAF_CHECK(!r.tasks[1].hold_reason);
   parse_options custom;
@@ -202,6 +202,16 @@ CAF_TEST(
   auto c = read("- [ ] X\n  files: x\n  TBD which API\n", custom);
   CAF_REQUIRE(c.ok());
   CAF_CHECK_EQUAL(c.tasks[0].hold_reason.value_or(""), "TBD which API");
+  // A match in the title gives the title; the marker mid-line gives the
+  // whole line around it.
+  auto t = read("- [ ] Pick one [NEEDS DECISION] now\n  files: x\n"
+                "- [ ] Y\n  files: y\n  we wait: [NEEDS DECISION on names\n"
+                "  more text\n");
+  CAF_REQUIRE(t.ok());
+  CAF_CHECK_EQUAL(t.tasks[0].hold_reason.value_or(""),
+                  "Pick one [NEEDS DECISION] now");
+  CAF_CHECK_EQUAL(t.tasks[1].hold_reason.value_or(""),
+                  "we wait: [NEEDS DECISION on names");
 }
 
 CAF_TEST(approval risks match case insensitively and with emoji) {

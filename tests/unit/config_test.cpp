@@ -255,3 +255,12 @@ CAF_TEST(
       .run.hold_pattern.size(),
     1u);
 }
+
+CAF_TEST(askUserOnBlocked is a run key and must be a boolean) {
+  CAF_CHECK(!parse_config("{}", "cfg.json").run.ask_user_on_blocked);
+  auto cfg = parse_config(R"({"run":{"askUserOnBlocked":true}})", "cfg.json");
+  CAF_CHECK(cfg.run.ask_user_on_blocked);
+  auto message = refusal(R"({"run":{"askUserOnBlocked":"yes"}})");
+  CAF_CHECK(contains(message, "run.askUserOnBlocked"));
+  CAF_CHECK(contains(message, "true or false"));
+}

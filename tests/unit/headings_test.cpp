@@ -142,7 +142,8 @@ CAF_TEST(holds apply to headings tasks too) {
   auto r = read("### 1. [ ] Choose\n**Files:** a\n[NEEDS DECISION] which db\n");
   CAF_REQUIRE(r.ok());
   CAF_CHECK(r.tasks[0].held);
-  CAF_CHECK_EQUAL(r.tasks[0].hold_reason.value_or(""), "[NEEDS DECISION");
+  CAF_CHECK_EQUAL(r.tasks[0].hold_reason.value_or(""),
+                  "[NEEDS DECISION] which db");
 }
 
 CAF_TEST(headings errors carry their lines) {

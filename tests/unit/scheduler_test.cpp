@@ -223,6 +223,22 @@ CAF_TEST(ask user on blocked keeps the run open for an answer) {
   CAF_CHECK_EQUAL(s.phase(), run_phase::running);
 }
 
+CAF_TEST(a pause a person asks for ends a run that awaits an answer) {
+  rules r;
+  r.ask_user_on_blocked = true;
+  auto s = make_scheduler({make("a", {"a"})}, r);
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::blocked, "key?");
+  s.next();
+  CAF_REQUIRE(s.awaiting_answer());
+  // Ctrl-C: the driver may stop; the task stays blocked for the answer.
+  s.pause("interrupted by Ctrl-C", true);
+  CAF_CHECK(s.finished());
+  CAF_CHECK(!s.awaiting_answer());
+  CAF_CHECK_EQUAL(s.state(0), task_state::blocked);
+}
+
 CAF_TEST(risky work waits in review until approved and is never merged before) {
   auto g = graph_of({make("a", {"a"}), make("b", {"b"}, {"a"})});
   std::vector<task_record> records(2);
@@ -263,6 +279,25 @@ CAF_TEST(approve reject and answer refuse other states and name them) {
                            "task");
 }
 
+CAF_TEST(a rejected task waits for its answer at resume a blocked one runs) {
+  auto g = graph_of({make("a", {"a"}), make("b", {"b"})});
+  std::vector<task_record> records(2);
+  records[0].state = task_state::blocked;
+  records[0].reason = "rejected: wrong format";
+  records[1].state = task_state::blocked;
+  records[1].reason = "which key?";
+  scheduler s{std::move(g), std::move(records), rules{}};
+  auto d = s.start();
+  d += s.next();
+  CAF_CHECK_EQUAL(s.state(0), task_state::blocked);
+  CAF_CHECK_EQUAL(s.reason(0), "rejected: wrong format");
+  CAF_CHECK_EQUAL(launched(s, d), ids{"b"});
+  // The answer runs it again.
+  auto answered = s.answer(0);
+  CAF_REQUIRE(answered.ok);
+  CAF_CHECK_EQUAL(s.state(0), task_state::ready);
+}
+
 CAF_TEST(held tasks never start until approved and reject blocks them) {
   auto g = graph_of({make("a", {"a"}), make("b", {"b"}), make("c", {"c"})});
   std::vector<task_record> records(3);
@@ -286,10 +321,15 @@ CAF_TEST(held tasks never start until approved and reject blocks them) {
   CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
   auto no = s.reject(1, "not now");
   CAF_REQUIRE(no.ok);
-  // Blocked as if its worker had asked: the run pauses once a ends.
-  CAF_CHECK_EQUAL(show(s, no.changes), "b:held>blocked run:paused");
+  // It awaits an answer while a goes on; then the run settles on it.
+  CAF_CHECK_EQUAL(show(s, no.changes), "b:held>blocked");
   CAF_CHECK_EQUAL(s.reason(1), "rejected: not now");
-  CAF_CHECK_EQUAL(s.phase_reason(), "b rejected: not now");
+  s.attempt_ended(0, attempt_end::done, "");
+  s.merge_ended(0, merge_end::merged, "");
+  auto settled = s.next();
+  CAF_REQUIRE(settled.run.has_value());
+  CAF_CHECK_EQUAL(settled.run->to, run_state::paused);
+  CAF_CHECK_EQUAL(settled.run->reason, "awaiting answer: b");
 }
 
 CAF_TEST(a resume retries what failed and merges what was cut short) {
@@ -609,7 +649,7 @@ CAF_TEST(a refused change keeps a completing run from being recorded done) {
                   "the ledger refused a change of a: a is verifying");
 }
 
-CAF_TEST(a rejected task skips its dependents under continue on error) {
+CAF_TEST(a rejected task holds its dependents until it is answered) {
   rules r;
   r.continue_on_error = true;
   auto g
@@ -628,12 +668,16 @@ CAF_TEST(a rejected task skips its dependents under continue on error) {
   // The reject wakes the settled run, which looks again.
   auto no = s.reject(0, "too risky");
   CAF_REQUIRE(no.ok);
-  CAF_CHECK_EQUAL(show(s, no.changes),
-                  "a:review>blocked b:pending>skipped run:running");
+  // Not a failure: even under continueOnError its dependents wait.
+  CAF_CHECK_EQUAL(show(s, no.changes), "a:review>blocked run:running");
   auto end = s.next();
   CAF_REQUIRE(end.run.has_value());
   CAF_CHECK_EQUAL(end.run->to, run_state::paused);
-  CAF_CHECK_EQUAL(end.run->reason, "blocked: a");
+  CAF_CHECK_EQUAL(end.run->reason, "awaiting answer: a; waiting: b");
+  // The answer lets it run again.
+  auto answered = s.answer(0);
+  CAF_REQUIRE(answered.ok);
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
 }
 
 CAF_TEST(a run with tasks joining does not settle before they joined) {

@@ -1,0 +1,139 @@
+// Starting and recovering a run: the blocking steps before any actor runs,
+// shared by every front end that drives or steers a run (the command line,
+// the server, the embedding API).
+//
+//   open_run:  refuse a damaged ledger ─▶ parse the task file ─▶ take the
+//              run lock ─▶ clean up what a killed driver left (its worker
+//              processes, stale git locks, worktrees, a half-done checkout)
+//              ─▶ create the run or pick the one to resume ─▶ refuse a
+//              dirty checkout ─▶ load_run
+//   load_run:  the run as the ledger and its task files have it (the file's
+//              tasks, then those of every added file), ready for a
+//              scheduler: states, reasons, holds (a lifted hold stays
+//              lifted), approvals, what earlier attempts left.
+//
+// No actors here: this is plain blocking code (libgit2, SQLite, files).
+// Bad input throws setup_error (the command line exits 2 with its text).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "src/config/config.hpp"
+#include "src/git/repository.hpp"
+#include "src/plan/graph.hpp"
+#include "src/run/scheduler.hpp"
+#include "src/run/setup.hpp"
+#include "src/store/ledger.hpp"
+#include "src/store/run_lock.hpp"
+#include "src/taskfile/task.hpp"
+
+namespace taskforce::run {
+
+/// Bad input or a state the run cannot start from (a dirty checkout, an
+/// unknown run, a changed task file); the message says what and where.
+class setup_error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A run loaded from the ledger and its task files.
+struct loaded_run {
+  /// The run's row.
+  store::run_row run;
+  /// Files added with `add`, in the order added.
+  std::vector<std::string> added_files;
+  /// Every task of the run, in ledger order (the run's file, then each
+  /// added file).
+  plan::task_graph graph{std::vector<task_spec>{}};
+  /// One per task of `graph`: the ledger's state and reason, the holds
+  /// (lifted ones stay lifted) and the approvals.
+  std::vector<task_record> records;
+  /// One per task of `graph`.
+  std::vector<task_memory> memory;
+  /// One per task of `graph`: the ledger's row.
+  std::vector<store::task_row> rows;
+  /// The scheduler's rules for `cfg`.
+  rules rule_set;
+};
+
+/// The tasks of `file_rel` (relative to `root`, or absolute) parsed as
+/// `run` parses them with `cfg`. Throws setup_error with every error as
+/// `FILE:LINE: message`, or when the file has no task.
+std::vector<task_spec> parse_task_file(const std::filesystem::path& root,
+                                       const std::string& file_rel,
+                                       const config& cfg);
+
+/// `file` relative to `root` when it lies inside, else absolute.
+std::string relative_to(const std::filesystem::path& root,
+                        const std::string& file);
+
+/// Loads run `run_id` from `db` exactly as a driver resuming it does,
+/// without changing anything: parses its file and added files with `cfg`,
+/// and matches their tasks with the ledger's. The caller holds the run lock
+/// (so nobody changes the run meanwhile). Throws setup_error when the run
+/// is unknown, a file cannot be read or parsed, or the files no longer hold
+/// the run's tasks.
+loaded_run load_run(const std::filesystem::path& root, const store::ledger& db,
+                    const std::string& run_id, const config& cfg);
+
+/// What to open.
+struct open_options {
+  /// The repository's top folder.
+  std::filesystem::path root;
+  /// The task file (as given); empty = resume the latest unfinished run.
+  std::string file;
+  /// The effective config (command-line overrides applied).
+  config cfg;
+};
+
+/// A run ready to be driven: the lock held, the leftovers of a killed
+/// driver cleaned up, the ledger open and the run loaded (attempts a
+/// killed driver cut short recorded interrupted).
+struct opened_run {
+  /// libgit2, initialised while the run is driven.
+  std::unique_ptr<git::library> git_library;
+  /// The main repository (for the git service).
+  git::repository repo;
+  store::run_lock lock;
+  store::ledger db;
+  /// The task file, relative to the repository.
+  std::string file;
+  std::string base_branch;
+  loaded_run loaded;
+  /// Worktrees of done tasks an earlier driver left: spares to reuse.
+  std::vector<std::string> spares;
+};
+
+/// What open_run found.
+struct open_result {
+  /// The run to drive; empty when there is nothing to resume because the
+  /// latest run completed (`completed_run` names it).
+  std::optional<opened_run> run;
+  std::optional<store::run_row> completed_run;
+};
+
+/// Takes the run lock and prepares the run to drive (see the top of this
+/// file). Throws setup_error for bad input or a lock held by another
+/// process.
+open_result open_run(const open_options& opts);
+
+/// The `.taskforce` folder of a repository.
+std::filesystem::path state_dir(const std::filesystem::path& root);
+
+/// Where the workers and gates of the repository at `root` are recorded
+/// while they run (`.taskforce/procs/`, see proc::run_options).
+std::filesystem::path worker_records(const std::filesystem::path& root);
+
+/// Kills whatever the workers and gates of a killed driver of this
+/// repository left running, in their groups or out of them, found by the
+/// marks recorded before they started. Returns how many processes it
+/// killed. Call it holding the run lock.
+size_t kill_leftover_workers(const std::filesystem::path& root);
+
+} // namespace taskforce::run
