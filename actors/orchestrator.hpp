@@ -152,9 +152,10 @@ struct orchestrator_setup {
   std::chrono::milliseconds poll{500};
 };
 
-/// The scheduler's rules for a run config: in place (assist mode or no
-/// worktrees) one attempt at a time; autoMerge false keeps passing work for
-/// review (with worktrees); assist leaves it in the checkout.
+/// The scheduler's rules for a run config: autoMerge false keeps passing
+/// work for review (with worktrees); assist leaves it in the checkout. In
+/// place (assist mode or no worktrees) the bound is the same: tasks run
+/// together only with disjoint scopes, as everywhere.
 run::rules rules_of(const run_config& cfg);
 
 /// The scheduler's view of tasks as the ledger has them: `states` one per
