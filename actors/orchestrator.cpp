@@ -10,41 +10,6 @@
 
 namespace taskforce {
 
-run::rules rules_of(const run_config& cfg) {
-  run::rules r;
-  // In place, tasks share one checkout and run at once only with disjoint
-  // scopes (the graph's conflicts; a task without files runs alone): the
-  // git service gives each change to the attempt whose scope holds it.
-  r.max_concurrency = std::max<uint64_t>(1, cfg.max_concurrency);
-  r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
-  r.continue_on_error = cfg.continue_on_error;
-  if (cfg.mode == "assist")
-    r.finish = run::integration::leave;
-  else if (!cfg.auto_merge && cfg.use_worktrees)
-    r.finish = run::integration::review;
-  else
-    r.finish = run::integration::merge;
-  return r;
-}
-
-std::vector<run::task_record>
-records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
-           const std::vector<std::string>& reasons) {
-  std::vector<run::task_record> out(graph.size());
-  for (size_t i = 0; i < graph.size(); ++i) {
-    auto& spec = graph.task(i);
-    auto& r = out[i];
-    if (i < states.size())
-      r.state = states[i];
-    if (i < reasons.size())
-      r.reason = reasons[i];
-    r.hold = spec.held;
-    r.hold_reason = spec.hold_reason.value_or("");
-    r.needs_approval = spec.needs_approval;
-  }
-  return out;
-}
-
 namespace {
 
 int64_t clock_ms() {
@@ -81,6 +46,9 @@ struct pending_change {
   run::task_change change;
   task_facts facts;
   waiter_ptr wait;
+  /// Numbers the task's changes: a continuation runs only for the task's
+  /// latest one.
+  uint64_t serial = 0;
 };
 
 /// What goes to the ledger together: task changes in one batch, then the
@@ -130,6 +98,9 @@ struct orchestrator_state {
   commit_unit gathering;
   /// The batch (and run change) with the ledger, if any.
   std::optional<commit_unit> in_flight;
+  /// Per task: the serial of its latest change.
+  std::vector<uint64_t> last_change;
+  uint64_t change_serial = 0;
   /// Numbers the units sent, so a late answer to a dropped one is ignored.
   uint64_t unit_serial = 0;
   /// Counts the run changes decided: a look at the ledger's run state
@@ -141,6 +112,9 @@ struct orchestrator_state {
   std::string git_gone;
   /// Ids of tasks being added (waiting for the ledger).
   std::vector<std::string> adding;
+  /// Looks at the ledger's run state after it refused a run change: the
+  /// run does not end before the answer is taken.
+  int rechecks = 0;
   /// start_atom arrived.
   bool started = false;
   /// The watcher was told the run is over for this process.
@@ -151,7 +125,7 @@ using self_ptr = orchestrator_actor::stateful_pointer<orchestrator_state>;
 
 void step(self_ptr self, run::decision d, annotation a = {});
 void flush(self_ptr self);
-void look(self_ptr self);
+void look(self_ptr self, bool after_refusal = false);
 void maybe_finish(self_ptr self);
 void ledger_failed(self_ptr self, const std::string& why);
 
@@ -376,11 +350,22 @@ void follow(self_ptr self, size_t i, run::follow_up what, uint64_t attempt) {
   }
 }
 
+/// Whether `p` is still the task's last word: no later change of the task
+/// was made and the scheduler has it where `p` put it. A continuation of
+/// an older change (a start cancelled before it was durable, and the task
+/// started again meanwhile) must not run.
+bool current(self_ptr self, const pending_change& p) {
+  auto& c = p.change;
+  return self->state.last_change[c.task] == p.serial
+         && sched(self).state(c.task) == c.to;
+}
+
 /// A change that will never be durable asked for `what`: the scheduler
 /// hears that it did not happen, so nothing waits for it.
-void abandon(self_ptr self, const run::task_change& c) {
-  if (sched(self).state(c.task) != c.to)
+void abandon(self_ptr self, const pending_change& p) {
+  if (!current(self, p))
     return;
+  auto& c = p.change;
   auto& why = self->state.lost;
   switch (c.then) {
     case run::follow_up::launch:
@@ -415,9 +400,10 @@ void carry_out(self_ptr self, run::decision d, size_t own,
           break;
         }
       }
-  std::vector<run::task_change> dropped;
+  std::vector<pending_change> dropped;
   for (size_t k = 0; k < d.changes.size(); ++k) {
-    pending_change p{std::move(d.changes[k]), {}, nullptr};
+    pending_change p{std::move(d.changes[k]), {}, nullptr, ++st.change_serial};
+    st.last_change[p.change.task] = p.serial;
     if (with_facts && *with_facts == k)
       p.facts = a.facts;
     if (k < own && a.wait) {
@@ -427,7 +413,7 @@ void carry_out(self_ptr self, run::decision d, size_t own,
     if (!st.lost.empty()) {
       acknowledged(p.wait, p.change,
                    caf::make_error(run_errc::ledger_io, st.lost));
-      dropped.push_back(std::move(p.change));
+      dropped.push_back(std::move(p));
       continue;
     }
     st.gathering.changes.push_back(std::move(p));
@@ -438,8 +424,8 @@ void carry_out(self_ptr self, run::decision d, size_t own,
   }
   for (auto& o : d.now)
     follow(self, o.task, o.what, st.memory[o.task].attempt);
-  for (auto& c : dropped)
-    abandon(self, c);
+  for (auto& p : dropped)
+    abandon(self, p);
   settle_waiter(a.wait);
   flush(self);
   maybe_finish(self);
@@ -476,7 +462,7 @@ void record_run(self_ptr self, uint64_t serial, run::run_change rc) {
           // let the scheduler follow what the ledger says.
           st.in_flight.reset();
           ++st.run_writes;
-          look(self);
+          look(self, true);
           flush(self);
           maybe_finish(self);
           return;
@@ -504,9 +490,11 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
   // and why it refused.
   std::map<size_t, std::pair<task_state, std::string>> refused;
   std::map<size_t, task_state> last;
+  std::map<size_t, uint64_t> last_serial;
   for (size_t k = 0; k < changes.size(); ++k) {
     auto& c = changes[k].change;
     auto& ack = answer.acks[k];
+    last_serial[c.task] = changes[k].serial;
     if (ack.durable) {
       last[c.task] = c.to;
       if (ack.attempt > 0)
@@ -522,6 +510,14 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
   }
   for (auto& [i, r] : refused)
     r.first = last[i];
+  // A task with changes decided after this batch's: those were decided
+  // from a view that already took an earlier refusal into account, or
+  // they will be refused in turn; their answer is the ledger's last word.
+  for (auto i = refused.begin(); i != refused.end();)
+    if (last_serial[i->first] != st.last_change[i->first])
+      i = refused.erase(i);
+    else
+      ++i;
   // Durable changes reach the watcher in order.
   for (size_t k = 0; k < changes.size(); ++k) {
     auto& p = changes[k];
@@ -545,9 +541,7 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
     auto& c = durable[k].change;
     if (!answer.acks[k].durable || c.then == run::follow_up::none)
       continue;
-    // Only while the task is still where this change put it: a later
-    // event (a cancel before the start was durable) may have moved it.
-    if (sched(self).state(c.task) == c.to)
+    if (current(self, durable[k]))
       follow(self, c.task, c.then, answer.acks[k].attempt);
   }
   if (!st.lost.empty())
@@ -607,12 +601,12 @@ void ledger_failed(self_ptr self, const std::string& why) {
     return;
   st.lost = "the ledger failed: " + why;
   spdlog::error("{}", st.lost);
-  std::vector<run::task_change> dropped;
+  std::vector<pending_change> dropped;
   auto drop = [&](commit_unit& u) {
     for (auto& p : u.changes) {
       acknowledged(p.wait, p.change,
                    caf::make_error(run_errc::ledger_io, st.lost));
-      dropped.push_back(std::move(p.change));
+      dropped.push_back(std::move(p));
     }
     u = commit_unit{};
   };
@@ -621,8 +615,8 @@ void ledger_failed(self_ptr self, const std::string& why) {
   st.in_flight.reset();
   drop(st.gathering);
   step(self, sched(self).pause(st.lost, true));
-  for (auto& c : dropped)
-    abandon(self, c);
+  for (auto& p : dropped)
+    abandon(self, p);
   maybe_finish(self);
 }
 
@@ -646,11 +640,7 @@ void git_stopped(self_ptr self, const std::string& why) {
 run_state final_state(self_ptr self) {
   if (!self->state.lost.empty())
     return run_state::paused;
-  switch (sched(self).phase()) {
-    case run::run_phase::completed: return run_state::completed;
-    case run::run_phase::aborted: return run_state::aborted;
-    default: return run_state::paused;
-  }
+  return sched(self).recorded_end();
 }
 
 /// Tells the watcher once the run is over for this process and what it
@@ -660,7 +650,8 @@ void maybe_finish(self_ptr self) {
   if (st.told || !st.started || !sched(self).finished())
     return;
   if (st.lost.empty()) {
-    if (st.in_flight || !st.gathering.empty())
+    if (st.in_flight || !st.gathering.empty() || st.rechecks > 0
+        || !st.adding.empty())
       return;
     // Kept open for a person's answer.
     if (sched(self).awaiting_answer())
@@ -781,30 +772,41 @@ void on_down(self_ptr self, caf::down_msg& msg) {
 
 /// Asks the ledger where the run is: another process (`taskforce abort`)
 /// may have aborted or paused it, and the scheduler follows.
-void look(self_ptr self) {
+void look(self_ptr self, bool after_refusal) {
   auto& st = self->state;
-  if ((st.in_flight && st.in_flight->run) || st.gathering.run)
+  auto ours = [self] {
+    auto& st = self->state;
+    return (st.in_flight && st.in_flight->run) || st.gathering.run;
+  };
+  if (!after_refusal && ours())
     return; // our own run change is not recorded yet
+  if (after_refusal)
+    ++st.rechecks;
   auto seen = st.run_writes;
+  auto done = [self, after_refusal] {
+    if (!after_refusal)
+      return;
+    --self->state.rechecks;
+    maybe_finish(self);
+  };
   self
     ->request(st.setup.ledger, caf::infinite, caf::get_atom::value,
               st.setup.run_id)
     .then(
-      [self, seen](run_transition& r) {
+      [self, seen, ours, done](run_transition& r) {
         auto& st = self->state;
-        // Stale once a run change was decided since the question.
-        if (seen != st.run_writes || st.told || !st.lost.empty()
-            || (st.in_flight && st.in_flight->run) || st.gathering.run)
-          return;
-        auto phase = sched(self).phase();
-        auto why = r.reason.empty() ? std::string{to_string(r.to)} : r.reason;
-        if (r.to == run_state::aborted && phase != run::run_phase::aborting
-            && phase != run::run_phase::aborted)
-          step(self, sched(self).abort(why));
-        else if (r.to == run_state::paused && phase == run::run_phase::running)
-          step(self, sched(self).pause(why, true));
+        if (!st.told && st.lost.empty())
+          step(self, sched(self).observed(r.to, r.reason,
+                                          seen != st.run_writes || ours()));
+        done();
       },
-      [](caf::error&) {});
+      [self, after_refusal, done](caf::error& err) {
+        // After a refusal, the run's end waits for this answer: without
+        // it, nothing more can be recorded with confidence.
+        if (after_refusal)
+          ledger_failed(self, self->system().render(err));
+        done();
+      });
 }
 
 // -- a person steers ----------------------------------------------------------
@@ -869,12 +871,15 @@ caf::result<steer_reply> add_tasks(self_ptr self, task_additions& more) {
     return refusal_error(check);
   for (auto& t : more.tasks)
     st.adding.push_back(t.id);
+  // The run stays open until the tasks joined (or did not).
+  sched(self).hold_open(true);
   auto promise = self->make_response_promise<steer_reply>();
   auto release = [self, ids = more.tasks] {
     auto& adding = self->state.adding;
     for (auto& t : ids)
       adding.erase(std::remove(adding.begin(), adding.end(), t.id),
                    adding.end());
+    sched(self).hold_open(false);
   };
   self
     ->request(st.setup.ledger, caf::infinite, add_atom::value, st.setup.run_id,
@@ -885,24 +890,28 @@ caf::result<steer_reply> add_tasks(self_ptr self, task_additions& more) {
         auto& st = self->state;
         if (!st.lost.empty()) {
           promise.deliver(caf::make_error(run_errc::ledger_io, st.lost));
+          maybe_finish(self);
           return;
         }
         auto first = sched(self).size();
         auto r = sched(self).add(tasks);
         if (!r.ok) {
           promise.deliver(refusal_error(r));
+          step(self, run::decision{});
           return;
         }
         st.memory.resize(sched(self).size());
+        st.last_change.resize(sched(self).size());
         std::vector<size_t> added;
         for (auto i = first; i < sched(self).size(); ++i)
           added.push_back(i);
         auto w = make_waiter(self, std::move(added), promise);
         step(self, std::move(r.changes), annotation{std::nullopt, {}, w});
       },
-      [promise, release](caf::error& err) mutable {
+      [self, promise, release](caf::error& err) mutable {
         release();
         promise.deliver(std::move(err));
+        step(self, run::decision{});
       });
   return promise;
 }
@@ -919,6 +928,7 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
   st.sched.emplace(st.setup.graph, std::move(records), st.setup.rules);
   st.memory = std::move(st.setup.memory);
   st.memory.resize(st.sched->size());
+  st.last_change.resize(st.sched->size());
   if (st.setup.ledger)
     self->monitor(st.setup.ledger);
   if (st.setup.git)

@@ -47,6 +47,7 @@
 #include "src/config/config.hpp"
 #include "src/plan/graph.hpp"
 #include "src/run/scheduler.hpp"
+#include "src/run/setup.hpp"
 
 namespace taskforce {
 
@@ -131,7 +132,7 @@ struct orchestrator_setup {
   std::string file;
   /// The effective `run` section (with command-line overrides applied).
   run_config cfg;
-  /// The scheduler's rules (see rules_of).
+  /// The scheduler's rules (see rules_of in src/run/setup.hpp).
   run::rules rules;
   /// The run's tasks, in file order.
   plan::task_graph graph{std::vector<task_spec>{}};
@@ -151,18 +152,6 @@ struct orchestrator_setup {
   /// aborted the run.
   std::chrono::milliseconds poll{500};
 };
-
-/// The scheduler's rules for a run config: autoMerge false keeps passing
-/// work for review (with worktrees); assist leaves it in the checkout. In
-/// place (assist mode or no worktrees) the bound is the same: tasks run
-/// together only with disjoint scopes, as everywhere.
-run::rules rules_of(const run_config& cfg);
-
-/// The scheduler's view of tasks as the ledger has them: `states` one per
-/// task of `graph`, with the file's holds and the risks that need approval.
-std::vector<run::task_record>
-records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
-           const std::vector<std::string>& reasons);
 
 /// Spawns the orchestrator of one run (cooperatively scheduled: it never
 /// blocks; workers and services do the blocking work).

@@ -280,8 +280,8 @@ void scheduler::settle(decision& d) {
     case run_phase::running: break;
     default: return;
   }
-  if (!ready_.empty())
-    return; // next() starts them
+  if (!ready_.empty() || held_open_ > 0)
+    return; // next() starts them, or tasks are joining
   std::vector<std::string> failed;
   bool all_over = true;
   for (size_t i = 0; i < records_.size(); ++i) {
@@ -400,6 +400,31 @@ decision scheduler::abort(std::string why) {
       d.now.push_back(order{i, follow_up::cancel});
   settle(d);
   return d;
+}
+
+decision scheduler::aborted_elsewhere(std::string why) {
+  if (phase_ == run_phase::completed)
+    phase_ = run_phase::running;
+  return abort(std::move(why));
+}
+
+decision scheduler::observed(run_state in_ledger, std::string why, bool stale) {
+  if (why.empty())
+    why = taskforce::to_string(in_ledger);
+  if (in_ledger == run_state::aborted && phase_ != run_phase::aborting
+      && phase_ != run_phase::aborted)
+    return aborted_elsewhere(std::move(why));
+  if (in_ledger == run_state::paused && phase_ == run_phase::running && !stale)
+    return pause(std::move(why), true);
+  return {};
+}
+
+run_state scheduler::recorded_end() const {
+  switch (phase_) {
+    case run_phase::completed: return run_state::completed;
+    case run_phase::aborted: return run_state::aborted;
+    default: return run_state::paused;
+  }
 }
 
 // -- what happened to a task --------------------------------------------------
@@ -543,7 +568,13 @@ steer_result scheduler::reject(size_t i, std::string why) {
                   "reject applies to a task in review or held");
   steer_result r;
   move(r.changes, i, task_event::reject, "rejected: " + why);
+  // Blocked as if its worker had asked: dependents are skipped
+  // (continueOnError), or the run pauses; a settled run looks again, so
+  // its reason names the task as it is now.
+  if (!rules_.ask_user_on_blocked)
+    stopped(r.changes, i, graph_.task(i).id + " rejected: " + why);
   r.ok = true;
+  wake(r.changes);
   return r;
 }
 
@@ -567,6 +598,11 @@ steer_result scheduler::check_add(const std::vector<task_spec>& specs) const {
     r.error = std::move(text);
     return r;
   };
+  if (phase_ == run_phase::completed || phase_ == run_phase::aborting
+      || phase_ == run_phase::aborted)
+    return no(refusal::wrong_state, std::string{"the run is "}
+                                      + to_string(phase_)
+                                      + "; tasks join a running or paused run");
   std::unordered_set<std::string> ids;
   for (auto& t : graph_.tasks())
     ids.insert(t.id);
@@ -612,6 +648,13 @@ steer_result scheduler::check_add(const std::vector<task_spec>& specs) const {
   }
   r.ok = true;
   return r;
+}
+
+void scheduler::hold_open(bool on) {
+  if (on)
+    ++held_open_;
+  else if (held_open_ > 0)
+    --held_open_;
 }
 
 steer_result scheduler::add(std::vector<task_spec> specs) {

@@ -283,6 +283,21 @@ class scheduler {
   /// ended.
   decision abort(std::string why);
 
+  /// The ledger says another process aborted the run: as abort, and a run
+  /// that completed here ends aborted too (its completion cannot be
+  /// recorded over the abort).
+  decision aborted_elsewhere(std::string why);
+
+  /// The ledger has the run in `in_ledger` (another process may have
+  /// paused or aborted it; `why` its reason). An abort is final and always
+  /// followed; a pause only while the run is running and `stale` is false
+  /// (no run change was decided here since the ledger was asked).
+  decision observed(run_state in_ledger, std::string why, bool stale);
+
+  /// What the ledger records for a run this process is done with: its
+  /// completion or abort, and otherwise a pause.
+  run_state recorded_end() const;
+
   // -- what happened to a task -----------------------------------------------
 
   /// The worker entered a phase: `work_done` (its gate runs: verifying) or
@@ -306,16 +321,23 @@ class scheduler {
   /// review: integrate it; held: lift the hold.
   steer_result approve(size_t i);
 
-  /// review or held: the task becomes blocked with `why`.
+  /// review or held: the task becomes blocked with `why`, and the run
+  /// takes it as a blocked task (dependents skipped under continueOnError,
+  /// else the run pauses).
   steer_result reject(size_t i, std::string why);
 
   /// blocked: the task runs again, continuing with the answer.
   steer_result answer(size_t i);
 
-  /// Whether `specs` may join the run, without changing anything: ids new
-  /// and not empty, deps naming tasks of the run or of `specs`, no cycle.
-  /// `ok` true, or why not.
+  /// Whether `specs` may join the run, without changing anything: the run
+  /// not over, ids new and not empty, deps naming tasks of the run or of
+  /// `specs`, no cycle. `ok` true, or why not.
   steer_result check_add(const std::vector<task_spec>& specs) const;
+
+  /// Tasks are on their way into the run (their rows are being written):
+  /// while any are, a running run neither completes nor settles in a
+  /// pause. Call with false once they joined (add) or did not.
+  void hold_open(bool on);
 
   /// Adds tasks to the run (as check_add allows); they start pending (or
   /// done when the file checks them), held when the file holds them, and
@@ -375,6 +397,8 @@ class scheduler {
   std::set<size_t> active_;
   /// Review tasks whose hand-merge check is out.
   std::set<size_t> checking_;
+  /// Additions on their way (hold_open).
+  size_t held_open_ = 0;
 };
 
 /// `taskforce plan`'s waves: the run simulated by the scheduler with unit

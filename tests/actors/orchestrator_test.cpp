@@ -287,10 +287,14 @@ CAF_TEST(a held task waits for approve and reject blocks another) {
     steer(reject_atom::value, std::string{"k"}, std::string{"not now"}),
     "k:blocked");
   CAF_CHECK_EQUAL(book->tasks["k"].reason, "rejected: not now");
+  // A rejected task counts as blocked: without continueOnError the run
+  // pauses once what runs ended.
   outcome("c", run::attempt_end::done);
+  CAF_CHECK(rec->finished.empty());
   outcome("h", run::attempt_end::done);
+  CAF_CHECK_EQUAL(state("h"), task_state::done);
   CAF_CHECK_EQUAL(book->run, run_state::paused);
-  CAF_CHECK_EQUAL(book->run_reason, "blocked: k");
+  CAF_CHECK_EQUAL(book->run_reason, "k rejected: not now");
 }
 
 CAF_TEST(a blocked task waits for an answer and its next attempt starts
@@ -540,6 +544,41 @@ CAF_TEST(a resume merges again what was cut short and finds a hand merge) {
   CAF_CHECK_EQUAL(book->tasks["r"].reason, "merged by hand");
   CAF_CHECK(book->tasks["r"].facts.merge_commit == std::string{"h-r"});
   CAF_CHECK_EQUAL(rec->launched_ids(), strings{"i"});
+}
+
+CAF_TEST(tasks added as the last task ends join before the run completes) {
+  start({spec("a", {"a"})});
+  attempt_outcome o;
+  o.task_id = "a";
+  o.attempt = 1;
+  o.end = run::attempt_end::done;
+  self->send(orch, outcome_atom::value, o);
+  // a is merging and its merge is with git when a person adds c.
+  while (!sched.prioritize(git))
+    sched.run_once();
+  task_additions more;
+  more.tasks = {spec("c", {"c"})};
+  self->send(orch, add_atom::value, more);
+  while (sched.prioritize(orch))
+    sched.run_once();
+  // a is merged before the ledger wrote c: nothing is left to run, but
+  // the run must wait for c.
+  while (sched.prioritize(git))
+    sched.run_once();
+  while (sched.prioritize(orch))
+    sched.run_once();
+  CAF_CHECK(book->added.empty());
+  CAF_CHECK(rec->finished.empty());
+  sched.run();
+  CAF_CHECK_EQUAL(book->added, strings{"c"});
+  CAF_CHECK_EQUAL(state("a"), task_state::done);
+  CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "c"}));
+  CAF_CHECK(rec->finished.empty());
+  CAF_CHECK_EQUAL(book->run, run_state::running);
+  outcome("c", run::attempt_end::done);
+  CAF_CHECK_EQUAL(state("c"), task_state::done);
+  CAF_CHECK_EQUAL(book->run, run_state::completed);
+  CAF_REQUIRE_EQUAL(rec->finished.size(), 1u);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -6,6 +6,7 @@
 // Include it after caf/test/dsl.hpp.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -40,6 +41,8 @@ struct book_task {
   std::string reason;
   /// Every fact recorded with its changes, the latest of each kind.
   task_facts facts;
+  /// The state the task last entered merging from.
+  std::optional<task_state> merging_from;
 };
 
 /// The fake ledger's durable state, and its faults.
@@ -58,6 +61,9 @@ struct ledger_book {
   int fail_batches = 0;
   /// The next this many run changes fail.
   int fail_runs = 0;
+  /// When set, sees every change the ledger is about to write (a
+  /// simulation checks its rules there).
+  std::function<void(const task_transition&)> on_write;
 
   void add_task(const std::string& id, task_state st = task_state::pending) {
     tasks[id].state = st;
@@ -81,8 +87,12 @@ struct ledger_book {
                     + to_string(tr.from);
       return ack;
     }
+    if (on_write)
+      on_write(tr);
     if (in_attempt(tr.to) && !in_attempt(tr.from))
       ++t.attempt;
+    if (tr.to == task_state::merging)
+      t.merging_from = tr.from;
     t.state = tr.to;
     t.reason = tr.reason;
     auto keep = [](const auto& from, auto& into) {
@@ -180,6 +190,11 @@ struct git_book {
   std::vector<std::string> merges;
   /// Tasks checked, in order.
   std::vector<std::string> checks;
+  /// When set, answers every merge request instead of the table above
+  /// (a simulation checks its rules there).
+  std::function<caf::result<merge_outcome>(const merge_request&)> on_merge;
+  /// When set, answers every check instead of the table above.
+  std::function<merge_outcome(const merge_request&)> on_check;
 };
 
 inline git_actor::behavior_type fake_git(std::shared_ptr<git_book> book) {
@@ -196,8 +211,10 @@ inline git_actor::behavior_type fake_git(std::shared_ptr<git_book> book) {
     [](changed_atom, scope_request&) {
       return scope_report{};
     },
-    [book](merge_atom, merge_request& r) {
+    [book](merge_atom, merge_request& r) -> caf::result<merge_outcome> {
       book->merges.push_back(r.task_id);
+      if (book->on_merge)
+        return book->on_merge(r);
       auto it = book->merge_answers.find(r.task_id);
       if (it != book->merge_answers.end())
         return it->second;
@@ -205,6 +222,8 @@ inline git_actor::behavior_type fake_git(std::shared_ptr<git_book> book) {
     },
     [book](check_atom, merge_request& r) {
       book->checks.push_back(r.task_id);
+      if (book->on_check)
+        return book->on_check(r);
       auto it = book->check_answers.find(r.task_id);
       if (it != book->check_answers.end())
         return it->second;

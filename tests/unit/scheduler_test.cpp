@@ -286,8 +286,10 @@ CAF_TEST(held tasks never start until approved and reject blocks them) {
   CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
   auto no = s.reject(1, "not now");
   CAF_REQUIRE(no.ok);
-  CAF_CHECK_EQUAL(show(s, no.changes), "b:held>blocked");
+  // Blocked as if its worker had asked: the run pauses once a ends.
+  CAF_CHECK_EQUAL(show(s, no.changes), "b:held>blocked run:paused");
   CAF_CHECK_EQUAL(s.reason(1), "rejected: not now");
+  CAF_CHECK_EQUAL(s.phase_reason(), "b rejected: not now");
 }
 
 CAF_TEST(a resume retries what failed and merges what was cut short) {
@@ -372,6 +374,20 @@ CAF_TEST(abort cancels the attempts and records the end once they stop) {
   CAF_CHECK_EQUAL(end.run->to, run_state::aborted);
   CAF_CHECK_EQUAL(end.run->reason, "by the user");
   CAF_CHECK(launched(s, end).empty());
+}
+
+CAF_TEST(a run aborted elsewhere as it completed here ends aborted) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::done, "");
+  s.merge_ended(0, merge_end::merged, "");
+  CAF_CHECK_EQUAL(s.next().run->to, run_state::completed);
+  CAF_CHECK(s.abort("too late").empty()); // a completed run stays so
+  auto d = s.aborted_elsewhere("aborted by another process");
+  CAF_REQUIRE(d.run.has_value());
+  CAF_CHECK_EQUAL(d.run->to, run_state::aborted);
+  CAF_CHECK_EQUAL(s.phase(), run_phase::aborted);
 }
 
 CAF_TEST(events that do not apply to the state of a task are refused) {
@@ -591,4 +607,114 @@ CAF_TEST(a refused change keeps a completing run from being recorded done) {
   CAF_CHECK_EQUAL(s.phase(), run_phase::pausing);
   CAF_CHECK_EQUAL(s.phase_reason(),
                   "the ledger refused a change of a: a is verifying");
+}
+
+CAF_TEST(a rejected task skips its dependents under continue on error) {
+  rules r;
+  r.continue_on_error = true;
+  auto g
+    = graph_of({make("a", {"a"}), make("b", {"b"}, {"a"}), make("c", {"c"})});
+  std::vector<task_record> records(3);
+  records[0].needs_approval = true;
+  scheduler s{std::move(g), std::move(records), r};
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::done, "");
+  s.attempt_ended(2, attempt_end::done, "");
+  s.merge_ended(2, merge_end::merged, "");
+  auto paused = s.next();
+  CAF_REQUIRE(paused.run.has_value());
+  CAF_CHECK_EQUAL(paused.run->reason, "awaiting approval: a; waiting: b");
+  // The reject wakes the settled run, which looks again.
+  auto no = s.reject(0, "too risky");
+  CAF_REQUIRE(no.ok);
+  CAF_CHECK_EQUAL(show(s, no.changes),
+                  "a:review>blocked b:pending>skipped run:running");
+  auto end = s.next();
+  CAF_REQUIRE(end.run.has_value());
+  CAF_CHECK_EQUAL(end.run->to, run_state::paused);
+  CAF_CHECK_EQUAL(end.run->reason, "blocked: a");
+}
+
+CAF_TEST(a run with tasks joining does not settle before they joined) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  // `add` is on its way to the ledger while the last task ends.
+  CAF_REQUIRE(s.check_add({make("b", {"b"})}).ok);
+  s.hold_open(true);
+  s.attempt_ended(0, attempt_end::done, "");
+  s.merge_ended(0, merge_end::merged, "");
+  auto held = s.next();
+  CAF_CHECK(!held.run.has_value());
+  CAF_CHECK_EQUAL(s.phase(), run_phase::running);
+  // The rows are written: the task joins and starts.
+  s.hold_open(false);
+  auto joined = s.add({make("b", {"b"})});
+  CAF_REQUIRE(joined.ok);
+  CAF_CHECK_EQUAL(launched(s, s.next()), (std::vector<std::string>{"b"}));
+  // An addition that did not make it lets the run settle as before.
+  s.attempt_ended(1, attempt_end::done, "");
+  s.hold_open(true);
+  s.merge_ended(1, merge_end::merged, "");
+  CAF_CHECK(!s.next().run.has_value());
+  s.hold_open(false);
+  auto end = s.next();
+  CAF_REQUIRE(end.run.has_value());
+  CAF_CHECK_EQUAL(end.run->to, run_state::completed);
+}
+
+CAF_TEST(tasks cannot join a run that completed or was aborted) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::done, "");
+  s.merge_ended(0, merge_end::merged, "");
+  CAF_CHECK_EQUAL(s.next().run->to, run_state::completed);
+  auto late = s.check_add({make("b", {"b"})});
+  CAF_CHECK(!late.ok);
+  CAF_CHECK_EQUAL(late.why_not, refusal::wrong_state);
+  CAF_CHECK_EQUAL(late.error,
+                  "the run is completed; tasks join a running or paused run");
+  CAF_CHECK(!s.add({make("b", {"b"})}).ok);
+  CAF_CHECK_EQUAL(s.size(), 1u);
+  auto gone = make_scheduler({make("a", {"a"})});
+  gone.start();
+  gone.next();
+  gone.abort("stop");
+  CAF_CHECK(!gone.check_add({make("b", {"b"})}).ok);
+}
+
+CAF_TEST(what the ledger says of the run is followed unless it is stale) {
+  auto s = make_scheduler({make("a", {"a"})});
+  s.start();
+  s.next();
+  // A pause seen after a run change was decided here is stale.
+  CAF_CHECK(s.observed(run_state::paused, "paused", true).empty());
+  CAF_CHECK_EQUAL(s.phase(), run_phase::running);
+  auto paused = s.observed(run_state::paused, "", false);
+  CAF_CHECK_EQUAL(show(s, paused), "a!cancel run:paused");
+  CAF_CHECK_EQUAL(s.phase_reason(), "paused");
+  // An abort is final: stale or not, and over a pause.
+  auto aborted = s.observed(run_state::aborted, "by taskforce abort", true);
+  CAF_CHECK_EQUAL(s.phase(), run_phase::aborting);
+  CAF_CHECK_EQUAL(s.phase_reason(), "by taskforce abort");
+  CAF_CHECK(s.observed(run_state::running, "", false).empty());
+  s.attempt_ended(0, attempt_end::interrupted, "interrupted");
+  auto end = s.next();
+  CAF_REQUIRE(end.run.has_value());
+  CAF_CHECK_EQUAL(end.run->to, run_state::aborted);
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::aborted);
+}
+
+CAF_TEST(a run this process is done with is recorded as it ended or paused) {
+  auto s = make_scheduler({make("a", {"a"})});
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::paused);
+  s.start();
+  s.next();
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::paused);
+  s.attempt_ended(0, attempt_end::done, "");
+  s.merge_ended(0, merge_end::merged, "");
+  s.next();
+  CAF_CHECK_EQUAL(s.recorded_end(), run_state::completed);
 }

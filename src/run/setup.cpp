@@ -1,0 +1,42 @@
+#include "src/run/setup.hpp"
+
+#include <algorithm>
+
+namespace taskforce {
+
+run::rules rules_of(const run_config& cfg) {
+  run::rules r;
+  // In place, tasks share one checkout and run at once only with disjoint
+  // scopes (the graph's conflicts; a task without files runs alone): the
+  // git service gives each change to the attempt whose scope holds it.
+  r.max_concurrency = std::max<uint64_t>(1, cfg.max_concurrency);
+  r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
+  r.continue_on_error = cfg.continue_on_error;
+  if (cfg.mode == "assist")
+    r.finish = run::integration::leave;
+  else if (!cfg.auto_merge && cfg.use_worktrees)
+    r.finish = run::integration::review;
+  else
+    r.finish = run::integration::merge;
+  return r;
+}
+
+std::vector<run::task_record>
+records_of(const plan::task_graph& graph, const std::vector<task_state>& states,
+           const std::vector<std::string>& reasons) {
+  std::vector<run::task_record> out(graph.size());
+  for (size_t i = 0; i < graph.size(); ++i) {
+    auto& spec = graph.task(i);
+    auto& r = out[i];
+    if (i < states.size())
+      r.state = states[i];
+    if (i < reasons.size())
+      r.reason = reasons[i];
+    r.hold = spec.held;
+    r.hold_reason = spec.hold_reason.value_or("");
+    r.needs_approval = spec.needs_approval;
+  }
+  return out;
+}
+
+} // namespace taskforce
