@@ -66,12 +66,18 @@ git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
         return fail(e.what());
       }
     },
-    [&space](snapshot_atom, std::string& path) -> caf::result<std::string> {
+    [&space](snapshot_atom, scope_request& req) -> caf::result<std::string> {
       try {
-        return space.snapshot(path);
+        return space.snapshot({req.run_id, req.task_id, req.attempt,
+                               req.checkout, req.branch, req.start},
+                              std::move(req.scope));
       } catch (const std::exception& e) {
         return fail(e.what());
       }
+    },
+    [&space](release_atom, scope_request& req) {
+      space.release({req.run_id, req.task_id, req.attempt, req.checkout,
+                     req.branch, req.start});
     },
     [&space](changed_atom, scope_request& req) -> caf::result<scope_report> {
       try {

@@ -336,8 +336,9 @@ void gate_ended(self_ptr self, const proc_exited& exit) {
 void check(self_ptr self) {
   auto& st = self->state;
   st.now = phase::checking;
-  scope_request req{st.job.run_id,   st.job.task.id, st.job.attempt,
-                    st.cwd.string(), st.out.branch,  st.start};
+  scope_request req{st.job.run_id,    st.job.task.id, st.job.attempt,
+                    st.cwd.string(),  st.out.branch,  st.start,
+                    st.job.task.files};
   self->request(st.job.git, caf::infinite, changed_atom::value, req)
     .then(
       [self](scope_report& report) {
@@ -452,10 +453,18 @@ void snapshot(self_ptr self) {
   st.cwd = st.job.root;
   st.out.worktree.clear();
   st.out.branch.clear();
-  self
-    ->request(st.job.git, caf::infinite, snapshot_atom::value, st.cwd.string())
+  scope_request req{
+    st.job.run_id,    st.job.task.id, st.job.attempt, st.cwd.string(), "", "",
+    st.job.task.files};
+  self->request(st.job.git, caf::infinite, snapshot_atom::value, req)
     .then(
-      [self](std::string& head) {
+      [self, req](std::string& head) {
+        // However the worker ends, the git service learns that the
+        // attempt is over (its neighbours' checks stop excusing changes
+        // in its scope).
+        self->attach_functor([git = self->state.job.git, req] {
+          caf::anon_send(git, release_atom::value, req);
+        });
         self->state.start = head;
         leased(self);
       },

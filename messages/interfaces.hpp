@@ -83,9 +83,11 @@ using git_actor = caf::typed_actor<
   /// From a worker: a worktree on `taskforce/<run>/<task>` from the base tip
   /// (or the kept one of an interrupted attempt).
   caf::replies_to<lease_atom, worktree_request>::with<worktree_lease>,
-  /// From a worker running in place: remember the checkout (its path) as
-  /// it is before the attempt; answers HEAD's commit.
-  caf::replies_to<snapshot_atom, std::string>::with<std::string>,
+  /// From a worker running in place: remember the checkout as it is before
+  /// the attempt, with the task's scope; answers HEAD's commit.
+  caf::replies_to<snapshot_atom, scope_request>::with<std::string>,
+  /// From a worker that ran in place, as it ends: the attempt is over.
+  caf::reacts_to<release_atom, scope_request>,
   /// From a worker: what its attempt brings, or how HEAD moved (the moved
   /// work is then pinned under refs/taskforce/kept/ and the task branch put
   /// back where the attempt began).

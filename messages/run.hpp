@@ -152,6 +152,9 @@ struct scope_request {
   std::string branch;
   /// worktree_lease::start.
   std::string start;
+  /// The task's files: in place, the attempt answers for changes there
+  /// (set with the snapshot).
+  std::vector<std::string> scope;
 };
 
 /// What an attempt brings, or why its HEAD is not where it belongs.
@@ -349,7 +352,7 @@ typename Inspector::result_type inspect(Inspector& f, worktree_request& x) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scope_request& x) {
   return f(caf::meta::type_name("taskforce.scope_request"), x.run_id, x.task_id,
-           x.attempt, x.checkout, x.branch, x.start);
+           x.attempt, x.checkout, x.branch, x.start, x.scope);
 }
 
 template<class Inspector>

@@ -25,7 +25,8 @@ fs::path task_worktree(const fs::path& root, const std::string& run_id,
 
 std::string commit_in_place(repository& repo,
                             const std::vector<std::string>& scope,
-                            const std::string& message) {
+                            const std::string& message,
+                            std::vector<std::string>* committed) {
   scope::coverage cover{scope};
   std::vector<std::string> mine;
   for (auto& path : changed_paths(repo))
@@ -35,7 +36,11 @@ std::string commit_in_place(repository& repo,
     return "";
   auto head = head_commit(repo);
   auto tip = commit_only(repo, mine, message);
-  return head && tip == *head ? "" : tip;
+  if (head && tip == *head)
+    return "";
+  if (committed)
+    *committed = std::move(mine);
+  return tip;
 }
 
 namespace {
@@ -124,14 +129,48 @@ workspace::workspace(repository repo, fs::path root, std::string base_branch,
       spares_.push_back(p);
 }
 
-std::string workspace::snapshot(const std::string& path) {
+std::string workspace::snapshot(const attempt_place& place,
+                                std::vector<std::string> scope) {
+  auto& path = place.checkout;
   auto snap = fs::equivalent(path, root_) ? take_snapshot(repo_) : [&] {
     auto other = open(path);
     return take_snapshot(other);
   }();
   auto head = snap.head.commit;
-  snapshots_[path] = std::move(snap);
+  // An earlier attempt of the task is over, whether or not it said so.
+  for (auto& [key, a] : in_place_)
+    if (key.first == place.task_id && a.closed == 0)
+      a.closed = ++clock_;
+  scope::coverage cover{scope};
+  in_place_.insert_or_assign({place.task_id, place.attempt},
+                             in_place_attempt{path, std::move(scope),
+                                              std::move(cover), std::move(snap),
+                                              ++clock_, 0});
+  checked_.erase(place.task_id);
+  forget_closed();
   return head;
+}
+
+void workspace::release(const attempt_place& place) {
+  auto found = in_place_.find({place.task_id, place.attempt});
+  if (found == in_place_.end() || found->second.closed != 0)
+    return;
+  found->second.closed = ++clock_;
+  forget_closed();
+}
+
+// A closed attempt is kept while an attempt open now began before it
+// closed: the open one's check may see its changes.
+void workspace::forget_closed() {
+  auto first_open = clock_ + 1;
+  for (auto& [key, a] : in_place_)
+    if (a.closed == 0)
+      first_open = std::min(first_open, a.opened);
+  for (auto it = in_place_.begin(); it != in_place_.end();)
+    if (it->second.closed != 0 && it->second.closed < first_open)
+      it = in_place_.erase(it);
+    else
+      ++it;
 }
 
 attempt_changes workspace::check(const attempt_place& place) {
@@ -404,17 +443,46 @@ attempt_changes workspace::check_worktree(const attempt_place& req) {
 // stay as the worker left them, so its changes show as uncommitted), and
 // its commits are pinned.
 attempt_changes workspace::check_in_place(const attempt_place& req) {
-  auto found = snapshots_.find(req.checkout);
-  if (found == snapshots_.end())
-    throw std::runtime_error("no snapshot of " + req.checkout
-                             + " was taken before the attempt");
-  auto& before = found->second;
+  auto found = in_place_.find({req.task_id, req.attempt});
+  if (found == in_place_.end() || found->second.checkout != req.checkout)
+    throw std::runtime_error(
+      "no snapshot of " + req.checkout + " was taken before attempt "
+      + std::to_string(req.attempt) + " of " + req.task_id);
+  auto& me = found->second;
+  auto& before = me.before;
   std::optional<git::repository> other;
   if (!fs::equivalent(req.checkout, root_))
     other.emplace(git::open(req.checkout));
   auto& repo = other ? *other : repo_;
   attempt_changes out;
-  out.paths = git::changed_since(repo, before);
+  std::map<std::string, std::string> now;
+  auto changed = git::changed_since(repo, before, &now);
+  // The neighbours: attempts in the same checkout, with a scope, open at
+  // some time since this one began. A change in one's scope is theirs;
+  // their own checks judge it (and their commit must match it).
+  std::vector<const in_place_attempt*> neighbours;
+  for (auto& [key, a] : in_place_)
+    if (&a != &me && a.checkout == me.checkout && !a.scope.empty()
+        && (a.closed == 0 || a.closed > me.opened))
+      neighbours.push_back(&a);
+  ++clock_;
+  auto own = [&me](const std::string& path) {
+    return me.scope.empty() || me.scope.covers(path);
+  };
+  for (auto& path : changed) {
+    bool theirs = !own(path)
+                  && std::any_of(neighbours.begin(), neighbours.end(),
+                                 [&path](const in_place_attempt* a) {
+                                   return a->scope.covers(path);
+                                 });
+    if (!theirs)
+      out.paths.push_back(path);
+  }
+  auto& seen = checked_[req.task_id];
+  seen.clear();
+  for (auto& [path, print] : now)
+    if (own(path))
+      seen.emplace(path, print);
   auto head = git::head_of(repo);
   const std::string heads = "refs/heads/";
   auto branch = before.head.ref.rfind(heads, 0) == 0
@@ -461,22 +529,59 @@ attempt_changes workspace::check_in_place(const attempt_place& req) {
 // got no worktree) follows them.
 integration workspace::integrate(const integration_request& req) {
   auto before = git::head_of(repo_);
-  auto out = merge_task(req);
+  std::vector<std::string> committed;
+  auto out = merge_task(req, committed);
   auto after = git::head_of(repo_);
   if (after.commit != before.commit)
-    for (auto& [path, snap] : snapshots_)
-      if (snap.head.ref == before.ref && snap.head.commit == before.commit)
-        snap.head.commit = after.commit;
+    for (auto& [key, a] : in_place_) {
+      auto& snap = a.before;
+      if (snap.head.ref != before.ref || snap.head.commit != before.commit)
+        continue;
+      snap.head.commit = after.commit;
+      // What went in is clean now, and no change of theirs.
+      for (auto& path : committed)
+        snap.dirty.erase(path);
+    }
   return out;
 }
 
-integration workspace::merge_task(const integration_request& req) {
+// In place, the task's paths must be as its last check saw them: a
+// neighbour running in the same checkout may have written there since.
+std::string workspace::changed_after_check(const integration_request& req) {
+  auto found = checked_.find(req.task_id);
+  if (found == checked_.end())
+    return ""; // checked by an earlier process (resumed while merging)
+  scope::coverage cover{req.scope};
+  std::vector<std::string> stale;
+  auto now = git::fingerprints(repo_);
+  for (auto& [path, print] : now) {
+    if (!req.scope.empty() && !cover.covers(path))
+      continue;
+    auto was = found->second.find(path);
+    if (was == found->second.end() || was->second != print)
+      stale.push_back(path);
+  }
+  return join(stale);
+}
+
+integration workspace::merge_task(const integration_request& req,
+                                  std::vector<std::string>& committed) {
   auto& repo = repo_;
   auto message = "taskforce: " + req.task_id + ": " + req.title;
   integration out;
   if (req.branch.empty()) {
     // In place (useWorktrees: false): commit the task's scope right here.
-    auto commit = commit_in_place(repo, req.scope, message);
+    auto stale = changed_after_check(req);
+    if (!stale.empty()) {
+      out.status = integration::outcome::error;
+      out.message = stale
+                    + " changed after the task's last check (another "
+                      "task running in place, or a process left behind); "
+                      "nothing was committed";
+      return out;
+    }
+    checked_.erase(req.task_id);
+    auto commit = commit_in_place(repo, req.scope, message, &committed);
     out.status = commit.empty() ? integration::outcome::empty
                                 : integration::outcome::merged;
     out.commit = commit.empty() ? git::head_commit(repo).value_or("") : commit;

@@ -13,11 +13,18 @@
 // It also answers, for each check of an attempt, what the attempt brings:
 // in a worktree, every path between the fork from the base and the branch
 // tip plus the working tree; in place, what changed since a snapshot taken
-// before the attempt. A worktree whose HEAD left the task's branch (or
-// whose branch no longer descends from where the attempt began), or a
-// main checkout whose HEAD moved, fails the attempt: the work is pinned
-// under `refs/taskforce/kept/<run>/<task>/attempt-N`, the worktree is
-// never reused, and the branch is put back where the attempt began.
+// before the attempt. Attempts of tasks whose scopes are disjoint may run in
+// place in one checkout at once: a change is the attempt's whose scope
+// holds the path; a change that lies in the scope of another attempt open
+// meanwhile is that one's to answer for; a change in nobody's scope is
+// every checking attempt's (each that could have made it fails for it).
+// What an in-place task commits must be what its last check saw: a path
+// of its scope changed since (by a neighbour) stops the commit. A worktree
+// whose HEAD left the task's branch (or whose branch no longer descends from
+// where the attempt began), or a main checkout whose HEAD moved, fails the
+// attempt: the work is pinned under
+// `refs/taskforce/kept/<run>/<task>/attempt-N`, the worktree is never reused,
+// and the branch is put back where the attempt began.
 //
 // Blocks (libgit2); one owner, one thread. Failures throw git::error or
 // std::runtime_error.
@@ -33,6 +40,7 @@
 
 #include "src/git/repository.hpp"
 #include "src/git/worktree.hpp"
+#include "src/scope/coverage.hpp"
 
 namespace taskforce::git {
 
@@ -131,10 +139,12 @@ struct integration {
 /// Commits, in the main checkout's current branch, the changed paths that
 /// lie inside `scope` (every changed path for a task without files): a task
 /// that ran in place. Nothing else that is changed or staged goes in.
-/// Returns the new commit, or "" when nothing in scope changed.
+/// Returns the new commit, or "" when nothing in scope changed; `committed`,
+/// when given, receives the paths that went in.
 std::string commit_in_place(repository& repo,
                             const std::vector<std::string>& scope,
-                            const std::string& message);
+                            const std::string& message,
+                            std::vector<std::string>* committed = nullptr);
 
 /// The run's worktrees and the checks of its attempts.
 class workspace {
@@ -152,9 +162,16 @@ class workspace {
   lease lease_worktree(const std::string& task_id, bool fresh,
                        const std::string& known_path);
 
-  /// Remembers the checkout at `path` as it is before an attempt runs in
-  /// it in place; returns HEAD's commit.
-  std::string snapshot(const std::string& path);
+  /// Remembers the checkout `place.checkout` as it is before the attempt
+  /// runs in it in place, with the task's `scope` (its files); returns
+  /// HEAD's commit. The attempt counts as open until release().
+  std::string snapshot(const attempt_place& place,
+                       std::vector<std::string> scope);
+
+  /// The attempt that ran in place ended: its snapshot goes once no open
+  /// attempt overlapped it (what it changed is still its to answer for
+  /// in the checks of attempts it overlapped).
+  void release(const attempt_place& place);
 
   /// What the attempt brings so far, or how its HEAD moved.
   attempt_changes check(const attempt_place& place);
@@ -183,7 +200,9 @@ class workspace {
   attempt_changes worktree_changes(repository& wt, const std::string& tip);
   attempt_changes check_worktree(const attempt_place& place);
   attempt_changes check_in_place(const attempt_place& place);
-  integration merge_task(const integration_request& req);
+  integration merge_task(const integration_request& req,
+                         std::vector<std::string>& committed);
+  std::string changed_after_check(const integration_request& req);
 
   /// The main repository.
   repository repo_;
@@ -199,8 +218,26 @@ class workspace {
   std::deque<std::filesystem::path> spares_;
   /// Worktrees given to an attempt and not yet merged: never reused.
   std::set<std::string> leased_;
-  /// The checkouts attempts run in in place, as they were before.
-  std::map<std::string, checkout_snapshot> snapshots_;
+  /// An attempt running (or that ran) in place.
+  struct in_place_attempt {
+    std::string checkout;
+    /// The task's files, and their coverage.
+    std::vector<std::string> files;
+    scope::coverage scope;
+    /// The checkout as it was before the attempt.
+    checkout_snapshot before;
+    /// When it began and ended, on clock_; `closed` 0 while it is open.
+    uint64_t opened = 0;
+    uint64_t closed = 0;
+  };
+  /// By (task, attempt).
+  std::map<std::pair<std::string, uint64_t>, in_place_attempt> in_place_;
+  /// Ticks at each snapshot, check and release.
+  uint64_t clock_ = 0;
+  /// Per task run in place: every changed path of its scope, with its
+  /// fingerprint, as its last check saw them (what it may commit).
+  std::map<std::string, std::map<std::string, std::string>> checked_;
+  void forget_closed();
 };
 
 } // namespace taskforce::git

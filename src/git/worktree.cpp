@@ -428,6 +428,8 @@ std::string fingerprint(repository& repo, git_index* index,
   return print;
 }
 
+} // namespace
+
 std::map<std::string, std::string> fingerprints(repository& repo) {
   auto index = detail::repository_index(repo);
   check(git_index_read(index.get(), 0), "read the index");
@@ -437,8 +439,6 @@ std::map<std::string, std::string> fingerprints(repository& repo) {
   return result;
 }
 
-} // namespace
-
 checkout_snapshot take_snapshot(repository& checkout) {
   checkout_snapshot snap;
   snap.head = head_of(checkout);
@@ -446,8 +446,9 @@ checkout_snapshot take_snapshot(repository& checkout) {
   return snap;
 }
 
-std::vector<std::string> changed_since(repository& checkout,
-                                       const checkout_snapshot& before) {
+std::vector<std::string>
+changed_since(repository& checkout, const checkout_snapshot& before,
+              std::map<std::string, std::string>* seen) {
   auto now = fingerprints(checkout);
   std::vector<std::string> changed;
   for (auto& [path, print] : now) {
@@ -465,6 +466,8 @@ std::vector<std::string> changed_since(repository& checkout,
     for (auto& path : paths_between(checkout, before.head.commit, head))
       changed.push_back(path);
   detail::sort_unique(changed);
+  if (seen)
+    *seen = std::move(now);
   return changed;
 }
 

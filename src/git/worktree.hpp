@@ -118,13 +118,19 @@ struct checkout_snapshot {
 /// Takes the snapshot of a checkout (the main one, or a worktree).
 checkout_snapshot take_snapshot(repository& checkout);
 
+/// Each path changed_paths lists, with its fingerprint (as in
+/// checkout_snapshot::dirty).
+std::map<std::string, std::string> fingerprints(repository& checkout);
+
 /// What changed in the checkout since `before` (sorted, unique): every
 /// path whose index entry or file differs from the snapshot's (one that
 /// was clean counts as changed once it differs from HEAD), and every path
 /// the commits between the snapshot's HEAD and HEAD's commit now changed.
-/// Ignored files are not looked at.
-std::vector<std::string> changed_since(repository& checkout,
-                                       const checkout_snapshot& before);
+/// Ignored files are not looked at. `seen`, when given, receives the
+/// fingerprints of every path that differs from HEAD now.
+std::vector<std::string>
+changed_since(repository& checkout, const checkout_snapshot& before,
+              std::map<std::string, std::string>* seen = nullptr);
 
 /// Stages every change (additions, modifications, deletions; ignored files
 /// stay out) and commits it on the worktree's branch with `message`.

@@ -110,15 +110,6 @@ std::string errno_text(int code) {
   return std::strerror(code);
 }
 
-/// fsync of a folder, so that a file created or renamed in it stays.
-void sync_folder(const std::string& folder) {
-  int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd >= 0) {
-    ::fsync(fd);
-    ::close(fd);
-  }
-}
-
 /// Writes all of `text` to `fd`; false with errno on failure.
 bool write_all(int fd, const std::string& text) {
   size_t done = 0;
@@ -133,8 +124,21 @@ bool write_all(int fd, const std::string& text) {
   return true;
 }
 
-/// Writes the record: the mark on its first line, synced before the
+/// Writes the record: the mark on its first line, complete before the
 /// command can start.
+///
+/// It is written, not fsync'd (nor its folder), and that is all the rule
+/// needs. A record is there for the next taskforce process to find what a
+/// crash of this one left running. A process outlives only the crash of
+/// another process, never its kernel's: when this process dies (a kill, an
+/// abort, the OOM killer) the kernel still holds the file write() created,
+/// and every later process sees it. When the kernel itself goes down (a
+/// panic, a power loss), everything the record could name dies with it: a
+/// record lost then loses nothing, and one cut short (empty, or part of a
+/// mark) is removed by recover_leftovers without killing anybody, since
+/// no process is left from before the crash to carry its mark. An fsync
+/// per start bought durability against that one failure and cost two
+/// disk flushes per command.
 void write_record(const std::string& folder, const std::string& file,
                   const std::string& mark) {
   auto fail = [&](int code) {
@@ -142,22 +146,22 @@ void write_record(const std::string& folder, const std::string& file,
       "cannot record a process in '" + folder + "': " + errno_text(code), code);
   };
   std::error_code ec;
-  bool made = fs::create_directories(folder, ec);
+  fs::create_directories(folder, ec);
   if (ec)
     fail(ec.value());
-  if (made)
-    sync_folder(fs::path{folder}.parent_path().string());
   int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0)
     fail(errno);
-  if (!write_all(fd, mark + "\n") || ::fsync(fd) != 0) {
-    int code = errno;
-    ::close(fd);
+  bool written = write_all(fd, mark + "\n");
+  int code = errno;
+  if (::close(fd) != 0 && written) {
+    written = false;
+    code = errno;
+  }
+  if (!written) {
     ::unlink(file.c_str());
     fail(code);
   }
-  ::close(fd);
-  sync_folder(folder);
 }
 
 } // namespace

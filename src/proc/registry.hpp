@@ -9,10 +9,10 @@
 // - by mark: the group of every command still running, found by its mark
 //   (unique per run), so that its owner can kill it from another thread
 //   with no handle shared with the runner: kill_running().
-// - records: with a record folder, one file per command, written and synced
-//   before the command starts and removed once nothing carrying its mark
-//   (see mark.hpp) is left, so that the next process finds what a crash of
-//   this one left behind: recover_leftovers().
+// - records: with a record folder, one file per command, written before
+//   the command starts (not fsync'd: see write_record for why) and removed
+//   once nothing carrying its mark (see mark.hpp) is left, so that the next
+//   process finds what a crash of this one left behind: recover_leftovers().
 #pragma once
 
 #include <sys/types.h>
@@ -46,9 +46,9 @@ void forget_child(pid_t pid);
 class registered_group {
  public:
   /// Takes a place in the table and, when `record_folder` is not empty,
-  /// writes the record there (the folder is created if needed) and syncs it
-  /// to disk. Throws spawn_error when the record cannot be written, or once
-  /// kill_all_running() has begun.
+  /// writes the record there (the folder is created if needed), complete
+  /// before anything starts. Throws spawn_error when the record cannot be
+  /// written, or once kill_all_running() has begun.
   registered_group(const std::string& record_folder, std::string mark);
   /// Frees the place and removes the record: call it when nothing carrying
   /// the mark is left.

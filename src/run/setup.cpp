@@ -6,10 +6,10 @@ namespace taskforce::run {
 
 rules rules_of(const run_config& cfg) {
   rules r;
-  bool in_place = cfg.mode == "assist" || !cfg.use_worktrees;
-  // In place, tasks share one checkout: what changed there is attributed
-  // to the one attempt running.
-  r.max_concurrency = in_place ? 1 : std::max<uint64_t>(1, cfg.max_concurrency);
+  // In place, tasks share one checkout and run at once only with disjoint
+  // scopes (the graph's conflicts; a task without files runs alone): the
+  // git service gives each change to the attempt whose scope holds it.
+  r.max_concurrency = std::max<uint64_t>(1, cfg.max_concurrency);
   r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
   r.continue_on_error = cfg.continue_on_error;
   r.ask_user_on_blocked = cfg.ask_user_on_blocked;

@@ -30,9 +30,10 @@ struct task_memory {
   std::string answer;
 };
 
-/// The scheduler's rules for a run config: in place (assist mode or no
-/// worktrees) one attempt at a time; autoMerge false keeps passing work for
-/// review (with worktrees); assist leaves it in the checkout.
+/// The scheduler's rules for a run config: autoMerge false keeps passing
+/// work for review (with worktrees); assist leaves it in the checkout. In
+/// place (assist mode or no worktrees) the bound is the same: tasks run
+/// together only with disjoint scopes, as everywhere.
 rules rules_of(const run_config& cfg);
 
 /// The scheduler's view of tasks as the ledger has them: `states` and

@@ -202,8 +202,11 @@ inline git_actor::behavior_type fake_git(std::shared_ptr<git_book> book) {
     [](lease_atom, worktree_request&) {
       return worktree_lease{};
     },
-    [](snapshot_atom, std::string&) {
+    [](snapshot_atom, scope_request&) {
       return std::string{};
+    },
+    [](release_atom, scope_request&) {
+      // The attempt in place is over.
     },
     [](changed_atom, scope_request&) {
       return scope_report{};

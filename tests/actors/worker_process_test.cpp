@@ -26,8 +26,11 @@ git_actor::behavior_type fake_git(std::string worktree) {
     [worktree](lease_atom, worktree_request&) {
       return worktree_lease{worktree, "taskforce/r1/t1", false, "c0"};
     },
-    [](snapshot_atom, std::string&) {
+    [](snapshot_atom, scope_request&) {
       return std::string{"c0"};
+    },
+    [](release_atom, scope_request&) {
+      // The attempt in place is over.
     },
     [](changed_atom, scope_request&) {
       return scope_report{};

@@ -51,8 +51,11 @@ git_actor::behavior_type fake_git(git_actor::pointer self,
     [worktree](lease_atom, worktree_request&) {
       return worktree_lease{worktree, "taskforce/r1/t1", false, "c0"};
     },
-    [](snapshot_atom, std::string&) {
+    [](snapshot_atom, scope_request&) {
       return std::string{"c0"};
+    },
+    [](release_atom, scope_request&) {
+      // The attempt in place is over.
     },
     [self, rec](changed_atom, scope_request& req) -> caf::result<scope_report> {
       rec->checks.push_back(req);

@@ -279,19 +279,109 @@ CAF_TEST(in place a worker that commits on the base branch is undone) {
   CAF_CHECK(reachable(s, work));
 }
 
-CAF_TEST(in place tasks never run at the same time) {
+namespace {
+
+/// A shell loop that waits (at most ~20 s, then fails) until `test` holds:
+/// tasks meet each other this way, with no timing assumed.
+std::string until(const std::string& test) {
+  return "n=0; until " + test
+         + "; do n=$((n+1)); [ $n -lt 400 ] || exit 9; sleep 0.05; done";
+}
+
+/// The paths the commit with `subject` changed, sorted.
+std::vector<std::string> paths_of(const scenario& s,
+                                  const std::string& subject) {
+  auto commit = commit_with_subject(s, subject);
+  if (commit.empty())
+    return {"(no commit " + subject + ")"};
+  return lines_of(git_ok(
+    s.root, {"diff-tree", "--no-commit-id", "--name-only", "-r", commit}));
+}
+
+} // namespace
+
+CAF_TEST(in place tasks with disjoint scopes run together and both pass) {
+  scenario s;
+  s.set_config(R"({"run": {"useWorktrees": false, "maxConcurrency": 2}})");
+  // Each writes its file, then waits for the other's: they can only both
+  // finish by running at the same time.
+  s.tasks("- [ ] A\n  - files: a.txt\n  - run: echo a > a.txt && "
+          + until("[ -f b.txt ]")
+          + "\n"
+            "- [ ] B\n  - files: b.txt\n  - run: echo b > b.txt && "
+          + until("[ -f a.txt ]") + "\n");
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
+  CAF_CHECK_EQUAL(to_string(s.task("t2").state), std::string{"done"});
+  CAF_CHECK_EQUAL(paths_of(s, "taskforce: t1: A"),
+                  std::vector<std::string>{"a.txt"});
+  CAF_CHECK_EQUAL(paths_of(s, "taskforce: t2: B"),
+                  std::vector<std::string>{"b.txt"});
+  CAF_CHECK_EQUAL(run_git(s.root, {"show", "main:b.txt"}).output, "b\n");
+  CAF_CHECK_EQUAL(git_ok(s.root, {"status", "--porcelain"}), "");
+}
+
+CAF_TEST(in place tasks whose scopes meet never run at the same time) {
   scenario s;
   s.set_config(R"({"run": {"useWorktrees": false, "maxConcurrency": 3}})");
-  s.tasks("- [ ] A\n  - files: a.txt\n  - run: sleep 0.3 && echo a > a.txt\n"
-          "- [ ] B\n  - files: b.txt\n  - run: sleep 0.3 && echo b > b.txt\n");
+  s.tasks("- [ ] A\n  - files: shared/\n"
+          "  - run: sleep 0.3 && mkdir -p shared && echo a > shared/a.txt\n"
+          "- [ ] B\n  - files: shared/b.txt\n"
+          "  - run: sleep 0.3 && mkdir -p shared && echo b > shared/b.txt\n"
+          "- [ ] C\n  - run: sleep 0.3 && echo c > c.txt\n");
   auto r = s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 0);
   auto db = s.ledger();
   auto run = db.latest_run();
-  auto a = db.attempts(run->id, "t1").at(0);
-  auto b = db.attempts(run->id, "t2").at(0);
-  CAF_CHECK(b.started_ms >= a.ended_ms.value_or(INT64_MAX)
-            || a.started_ms >= b.ended_ms.value_or(INT64_MAX));
+  std::vector<store::attempt_row> all;
+  for (auto id : {"t1", "t2", "t3"})
+    all.push_back(db.attempts(run->id, id).at(0));
+  for (size_t i = 0; i < all.size(); ++i)
+    for (size_t j = i + 1; j < all.size(); ++j)
+      CAF_CHECK(all[j].started_ms >= all[i].ended_ms.value_or(INT64_MAX)
+                || all[i].started_ms >= all[j].ended_ms.value_or(INT64_MAX));
+}
+
+CAF_TEST(in place a task that writes outside its scope fails alone) {
+  scenario s;
+  s.set_config(R"({"run": {"useWorktrees": false, "maxConcurrency": 2,)"
+               R"( "maxAttempts": 1}})");
+  // B writes out of its scope once A is merged: A cannot have made it.
+  s.tasks("- [ ] A\n  - files: a.txt\n  - run: echo a > a.txt\n"
+          "- [ ] B\n  - files: b.txt\n  - run: "
+          + until("git log --format=%s main | grep -q 'taskforce: t1'")
+          + " && echo b > b.txt && echo stray > stray.txt\n");
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 1);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
+  CAF_CHECK_EQUAL(to_string(s.task("t2").state), std::string{"failed"});
+  CAF_CHECK(contains(status_reason(s, "t2"), "stray.txt"));
+  CAF_CHECK_EQUAL(paths_of(s, "taskforce: t1: A"),
+                  std::vector<std::string>{"a.txt"});
+  CAF_CHECK_NOT_EQUAL(run_git(s.root, {"show", "main:stray.txt"}).status, 0);
+  CAF_CHECK_NOT_EQUAL(run_git(s.root, {"show", "main:b.txt"}).status, 0);
+}
+
+CAF_TEST(in place a stray change fails every task that could have made it) {
+  scenario s;
+  s.set_config(R"({"run": {"useWorktrees": false, "maxConcurrency": 2,)"
+               R"( "maxAttempts": 1}})");
+  // stray.txt, in nobody's scope, appears while both run.
+  s.tasks("- [ ] A\n  - files: a.txt\n  - run: echo a > a.txt && "
+          + until("[ -f stray.txt ]")
+          + "\n"
+            "- [ ] B\n  - files: b.txt\n  - run: "
+          + until("[ -f a.txt ]")
+          + " && echo b > b.txt && echo s > stray.txt\n");
+  auto before = main_tip(s);
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 1);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"failed"});
+  CAF_CHECK_EQUAL(to_string(s.task("t2").state), std::string{"failed"});
+  CAF_CHECK(contains(status_reason(s, "t1"), "stray.txt"));
+  CAF_CHECK(contains(status_reason(s, "t2"), "stray.txt"));
+  CAF_CHECK_EQUAL(main_tip(s), before);
 }
 
 CAF_TEST(assist mode refuses a user edit inside a task scope) {

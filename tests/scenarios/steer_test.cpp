@@ -177,11 +177,9 @@ CAF_TEST(assist mode leaves the changes uncommitted in the main checkout) {
   auto status = git_ok(s.root, {"status", "--porcelain"});
   CAF_CHECK(contains(status, "a.txt"));
   CAF_CHECK(contains(status, "README.md"));
-  auto db = s.ledger();
-  auto run = db.latest_run();
-  auto a = db.attempts(run->id, "t1").at(0);
-  auto b = db.attempts(run->id, "t2").at(0);
-  CAF_CHECK(b.started_ms >= a.ended_ms.value_or(INT64_MAX));
+  // Disjoint scopes: they may run together in place; each passed.
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
+  CAF_CHECK_EQUAL(to_string(s.task("t2").state), std::string{"done"});
 }
 
 CAF_TEST(discard removes the worktree and branch of a task and resets it) {

@@ -14,6 +14,13 @@ namespace {
 
 struct workspace_fixture : git_fixture {
   git::workspace space{git::open(root), root, "main", "r1", true, {}};
+
+  /// Attempt `n` of `task` in the main checkout.
+  git::attempt_place in_place(const std::string& task, uint64_t n) {
+    return {"r1", task, n, root.string(), "", ""};
+  }
+
+  using paths = std::vector<std::string>;
 };
 
 } // namespace
@@ -72,7 +79,7 @@ CAF_TEST(a merged worktree becomes a spare for the next task) {
 }
 
 CAF_TEST(in place only the scope of the task is committed) {
-  auto head = space.snapshot(root.string());
+  auto head = space.snapshot(in_place("t1", 1), {"src/a.txt"});
   CAF_CHECK_EQUAL(head, tip_of(repo, "main"));
   write(root, "src/a.txt", "mine\n");
   write(root, "src/b.txt", "the user's\n");
@@ -82,6 +89,93 @@ CAF_TEST(in place only the scope of the task is committed) {
   auto r = space.integrate({"t1", "in place", "", "", true, {"src/a.txt"}});
   CAF_CHECK(r.status == git::integration::outcome::merged);
   CAF_CHECK_EQUAL(porcelain(), " M src/b.txt\n");
+}
+
+CAF_TEST(two tasks in place each answer for their own scope) {
+  space.snapshot(in_place("a", 1), {"src/a.txt"});
+  space.snapshot(in_place("b", 1), {"src/b.txt"});
+  write(root, "src/a.txt", "a's\n");
+  write(root, "src/b.txt", "b's\n");
+  CAF_CHECK_EQUAL(space.check(in_place("a", 1)).paths, paths{"src/a.txt"});
+  CAF_CHECK_EQUAL(space.check(in_place("b", 1)).paths, paths{"src/b.txt"});
+  space.release(in_place("a", 1));
+  auto r = space.integrate({"a", "a", "", "", true, {"src/a.txt"}});
+  CAF_REQUIRE(r.status == git::integration::outcome::merged);
+  // a's commit is none of b's doing; b's check is unchanged.
+  auto c = space.check(in_place("b", 1));
+  CAF_CHECK(c.moved.empty());
+  CAF_CHECK_EQUAL(c.paths, paths{"src/b.txt"});
+  space.release(in_place("b", 1));
+  r = space.integrate({"b", "b", "", "", true, {"src/b.txt"}});
+  CAF_REQUIRE(r.status == git::integration::outcome::merged);
+  CAF_CHECK_EQUAL(porcelain(), "");
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a's\n");
+}
+
+CAF_TEST(a change in nobody s scope is every open attempt s) {
+  space.snapshot(in_place("a", 1), {"src/a.txt"});
+  space.snapshot(in_place("b", 1), {"src/b.txt"});
+  write(root, "src/a.txt", "a's\n");
+  write(root, "stray.txt", "whose?\n");
+  CAF_CHECK_EQUAL(space.check(in_place("a", 1)).paths,
+                  (paths{"src/a.txt", "stray.txt"}));
+  CAF_CHECK_EQUAL(space.check(in_place("b", 1)).paths, paths{"stray.txt"});
+}
+
+CAF_TEST(a task without files in place answers for everything) {
+  space.snapshot(in_place("a", 1), {"src/a.txt"});
+  space.snapshot(in_place("all", 1), {});
+  write(root, "src/a.txt", "a's\n");
+  CAF_CHECK_EQUAL(space.check(in_place("all", 1)).paths, paths{"src/a.txt"});
+}
+
+CAF_TEST(an attempt that ended excuses nothing it did not overlap) {
+  space.snapshot(in_place("a", 1), {"src/a.txt"});
+  space.release(in_place("a", 1));
+  space.snapshot(in_place("b", 1), {"src/b.txt"});
+  write(root, "src/a.txt", "b wrote it\n");
+  CAF_CHECK_EQUAL(space.check(in_place("b", 1)).paths, paths{"src/a.txt"});
+}
+
+CAF_TEST(an attempt that ended still answers to those it overlapped) {
+  space.snapshot(in_place("a", 1), {"src/a.txt"});
+  space.snapshot(in_place("b", 1), {"src/b.txt"});
+  write(root, "src/a.txt", "a's, left uncommitted: a failed\n");
+  space.release(in_place("a", 1));
+  CAF_CHECK(space.check(in_place("b", 1)).paths.empty());
+  // A later attempt, begun after a ended, sees the file as it found it.
+  space.snapshot(in_place("c", 1), {"src/c.txt"});
+  CAF_CHECK(space.check(in_place("c", 1)).paths.empty());
+  write(root, "src/a.txt", "c wrote it\n");
+  CAF_CHECK_EQUAL(space.check(in_place("c", 1)).paths, paths{"src/a.txt"});
+}
+
+CAF_TEST(in place a scope changed after its check is not committed) {
+  space.snapshot(in_place("a", 1), {"src/a.txt"});
+  space.snapshot(in_place("b", 1), {"src/b.txt"});
+  write(root, "src/a.txt", "checked\n");
+  CAF_CHECK_EQUAL(space.check(in_place("a", 1)).paths, paths{"src/a.txt"});
+  space.release(in_place("a", 1));
+  // b (or anything) writes into a's scope after a's last check.
+  write(root, "src/a.txt", "unchecked\n");
+  auto before = tip_of(repo, "main");
+  auto r = space.integrate({"a", "a", "", "", true, {"src/a.txt"}});
+  CAF_CHECK(r.status == git::integration::outcome::error);
+  CAF_CHECK(r.message.find("src/a.txt changed after the task's last check")
+            != std::string::npos);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), before);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "unchecked\n");
+}
+
+CAF_TEST(a check without a snapshot of the attempt is refused) {
+  space.snapshot(in_place("a", 1), {"src/a.txt"});
+  bool refused = false;
+  try {
+    space.check(in_place("a", 2));
+  } catch (const std::runtime_error&) {
+    refused = true;
+  }
+  CAF_CHECK(refused);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -81,7 +81,9 @@ child start_sleeper(std::vector<std::pair<std::string, std::string>> env) {
   // The spawn returns while the kernel still builds the new program's
   // environment, which /proc shows empty until then.
   auto environ = "/proc/" + std::to_string(c.pid) + "/environ";
-  eventually([&] { return !test::read_file(environ).empty(); });
+  eventually([&] {
+    return !test::read_file(environ).empty();
+  });
   return c;
 }
 
@@ -204,6 +206,23 @@ CAF_TEST(recovery never kills by a reused group id or a mark alone) {
   CAF_CHECK_EQUAL(wait_for(neighbour.pid).signal, SIGKILL);
   CAF_CHECK(!dead(near.pid));
   stop(stranger);
+  stop(near);
+}
+
+// Records are written, not fsync'd: a crash of the kernel may leave one
+// empty or cut short, and with it every process it named is gone.
+CAF_TEST(recovery removes records cut short and kills nobody for them) {
+  test::temp_dir dir;
+  auto folder = dir.path() / "procs";
+  fs::create_directories(folder);
+  // A live process whose mark a cut record is the start of.
+  auto near = start_sleeper({{mark_variable, "run/t1/#00ff-10"}});
+  std::ofstream{folder / "00ff-1"};
+  std::ofstream{folder / "00ff-2"} << "run/t1/";
+  std::ofstream{folder / "00ff-3"} << "run/t1/#00ff-1";
+  CAF_CHECK_EQUAL(recover_leftovers(folder.string()), 0u);
+  CAF_CHECK(!dead(near.pid));
+  CAF_CHECK_EQUAL(names_in(folder), std::vector<std::string>{});
   stop(near);
 }
 
