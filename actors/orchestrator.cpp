@@ -638,9 +638,7 @@ void git_stopped(self_ptr self, const std::string& why) {
 // -- the end ------------------------------------------------------------------
 
 run_state final_state(self_ptr self) {
-  if (!self->state.lost.empty())
-    return run_state::paused;
-  return sched(self).recorded_end();
+  return sched(self).recorded_end(!self->state.lost.empty());
 }
 
 /// Tells the watcher once the run is over for this process and what it

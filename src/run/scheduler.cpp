@@ -246,8 +246,8 @@ void scheduler::wake(decision& d) {
 }
 
 std::string scheduler::waiting_summary() const {
-  std::vector<std::string> review, held, blocked, answer_owed, failed,
-    conflict, other;
+  std::vector<std::string> review, held, blocked, answer_owed, failed, conflict,
+    other;
   for (size_t i = 0; i < records_.size(); ++i) {
     auto& id = graph_.task(i).id;
     switch (records_[i].state) {
@@ -439,7 +439,9 @@ decision scheduler::observed(run_state in_ledger, std::string why, bool stale) {
   return {};
 }
 
-run_state scheduler::recorded_end() const {
+run_state scheduler::recorded_end(bool changes_lost) const {
+  if (changes_lost)
+    return run_state::paused;
   switch (phase_) {
     case run_phase::completed: return run_state::completed;
     case run_phase::aborted: return run_state::aborted;

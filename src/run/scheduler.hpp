@@ -297,8 +297,10 @@ class scheduler {
   decision observed(run_state in_ledger, std::string why, bool stale);
 
   /// What the ledger records for a run this process is done with: its
-  /// completion or abort, and otherwise a pause.
-  run_state recorded_end() const;
+  /// completion or abort, and otherwise a pause; a pause too when changes
+  /// were lost on the way to the ledger (`changes_lost`), since what the
+  /// run decided is then not all recorded.
+  run_state recorded_end(bool changes_lost = false) const;
 
   // -- what happened to a task -----------------------------------------------
 

@@ -761,4 +761,6 @@ CAF_TEST(a run this process is done with is recorded as it ended or paused) {
   s.merge_ended(0, merge_end::merged, "");
   s.next();
   CAF_CHECK_EQUAL(s.recorded_end(), run_state::completed);
+  // A completion whose changes did not all reach the ledger is a pause.
+  CAF_CHECK_EQUAL(s.recorded_end(true), run_state::paused);
 }
