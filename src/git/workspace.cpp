@@ -9,6 +9,7 @@
 
 #include "src/git/merge.hpp"
 #include "src/scope/coverage.hpp"
+#include "src/text/join.hpp"
 
 namespace fs = std::filesystem;
 
@@ -44,16 +45,6 @@ std::string commit_in_place(repository& repo,
 }
 
 namespace {
-
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += ", ";
-    out += x;
-  }
-  return out;
-}
 
 // A folder in our worktree area that git does not know as a worktree holds
 // no git work; it is moved aside rather than deleted all the same.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "src/run/scheduler.hpp"
+#include "src/text/join.hpp"
 
 namespace taskforce::plan {
 
@@ -201,16 +202,6 @@ std::string fit(const std::string& s, size_t width) {
     out += "\u2026";
   }
   out.append(width - std::min(width, columns(out)), ' ');
-  return out;
-}
-
-std::string join(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) {
-    if (!out.empty())
-      out += ", ";
-    out += item;
-  }
   return out;
 }
 

@@ -13,6 +13,7 @@
 #include "src/scope/coverage.hpp"
 #include "src/taskfile/parse.hpp"
 #include "src/text/file.hpp"
+#include "src/text/join.hpp"
 
 namespace fs = std::filesystem;
 
@@ -37,16 +38,6 @@ std::string read_text(const fs::path& p) {
   if (!text)
     throw setup_error(p.string() + ": cannot read the task file");
   return std::move(*text);
-}
-
-std::string join(const std::vector<std::string>& xs, const char* sep = ", ") {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += sep;
-    out += x;
-  }
-  return out;
 }
 
 fs::path in_repo(const fs::path& root, const std::string& file_rel) {

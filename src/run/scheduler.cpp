@@ -1,4 +1,5 @@
 #include "src/run/scheduler.hpp"
+#include "src/text/join.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -21,16 +22,6 @@ bool rejected(const task_record& r) {
 bool schedulable(task_state x) {
   return x == task_state::pending || x == task_state::ready
          || x == task_state::interrupted;
-}
-
-std::string join(const std::vector<std::string>& xs, const char* sep) {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += sep;
-    out += x;
-  }
-  return out;
 }
 
 } // namespace

@@ -3,20 +3,11 @@
 #include <variant>
 
 #include "src/store/mailbox.hpp"
+#include "src/text/join.hpp"
 
 namespace taskforce::run {
 
 namespace {
-
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += ", ";
-    out += x;
-  }
-  return out;
-}
 
 steer_verdict refused(std::string why) {
   return {steer_outcome::refused, std::move(why), false};

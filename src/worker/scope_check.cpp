@@ -2,22 +2,9 @@
 
 #include "src/scope/coverage.hpp"
 #include "src/scope/physical.hpp"
+#include "src/text/join.hpp"
 
 namespace taskforce {
-
-namespace {
-
-std::string join(const std::vector<std::string>& xs) {
-  std::string out;
-  for (auto& x : xs) {
-    if (!out.empty())
-      out += ", ";
-    out += x;
-  }
-  return out;
-}
-
-} // namespace
 
 resolved_scope resolve_scope(const std::filesystem::path& checkout,
                              const std::vector<std::string>& files) {
