@@ -22,7 +22,7 @@ using ordered_json = nlohmann::ordered_json;
 
 /// Requests wait without a timeout: the pool answers all but acquire at
 /// once, and the bridge monitors it, failing every open request with
-/// shutting_down when it goes (NOTES-CAF §2: a timeout would arm a clock
+/// shutting_down when it goes (a timeout would arm a clock
 /// entry per request, and a late answer after it would be lost).
 constexpr auto reply_timeout = caf::infinite;
 

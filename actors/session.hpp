@@ -10,7 +10,7 @@
 //   session disposed ─▶ end (releases its calls, cancels its waits), quit
 //
 // Holders are named by the harness's call ids, which must be unique across
-// the server (PROTOCOL.md "Names").
+// the server (the protocol's names).
 #pragma once
 
 #include <cstdint>

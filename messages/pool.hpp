@@ -26,7 +26,7 @@ enum class release_reason : uint8_t {
   disconnected,
 };
 
-/// What happened to a holder; see PROTOCOL.md "Events".
+/// What happened to a holder; see the protocol's events in the README.
 enum class pool_event_kind : uint8_t {
   queued,
   started,

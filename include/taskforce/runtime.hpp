@@ -31,7 +31,7 @@ enum class call_kind { foreground, background };
 /// How a call ended (the reason of a release).
 enum class call_end { completed, error, aborted };
 
-/// One subagent call asking for a permit (PROTOCOL.md `acquire`).
+/// One subagent call asking for a permit (the protocol's `acquire`).
 struct call_request {
   /// The session that makes the call.
   std::string session;
@@ -89,7 +89,7 @@ struct outcome {
   std::string message;
 };
 
-/// One event of a holder (PROTOCOL.md "Events"); fields an event does not
+/// One event of a holder (the protocol's events); fields an event does not
 /// use stay at their defaults.
 struct holder_event {
   /// queued, started, released, force_released or timed_out.

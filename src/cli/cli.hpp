@@ -10,7 +10,7 @@
 
 namespace taskforce::cli {
 
-/// Exit statuses (CLI.md): success, the work failed or paused, bad input.
+/// Exit statuses (documented in the README): success, the work failed or paused, bad input.
 constexpr int exit_ok = 0;
 constexpr int exit_failed = 1;
 constexpr int exit_usage = 2;

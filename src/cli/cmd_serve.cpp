@@ -1,4 +1,4 @@
-// `taskforce serve`: the JSON-lines protocol (PROTOCOL.md) over stdio or TCP.
+// `taskforce serve`: the JSON-lines protocol over stdio or TCP.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -26,7 +26,7 @@ const char* serve_help
   = "usage: taskforce serve --stdio [--publish ADDR | --join ADDR] [--config FILE]\n"
     "       taskforce serve [--listen [HOST:]PORT] [--publish ADDR | --join ADDR]\n"
     "                       [--config FILE]\n\n"
-    "Serves the pool over the JSON-lines protocol (PROTOCOL.md): one JSON\n"
+    "Serves the pool over the JSON-lines protocol (see the README): one JSON\n"
     "object per line in each direction.\n\n"
     "  --stdio          requests on standard input, responses and events on\n"
     "                   standard output; logs go to standard error. Exits when\n"

@@ -89,7 +89,7 @@ void put_strings(std::string& out, const std::vector<std::string>& items) {
   out += ']';
 }
 
-/// One task on one line, fields in CLI.md's order.
+/// One task on one line, fields in the plan JSON's order.
 void put_task(std::string& out, const task_spec& t) {
   out += "{\"id\": ";
   put_string(out, t.id);

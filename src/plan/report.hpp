@@ -1,4 +1,4 @@
-// `taskforce plan`'s output: the CLI.md JSON object and the human table.
+// `taskforce plan`'s output: the plan JSON object and the human table.
 #pragma once
 
 #include <cstddef>

@@ -8,7 +8,7 @@
 // to emit, force-releases to log and timers to arm. The pool actor is a thin
 // shell that delivers them.
 //
-// A holder's life (PROTOCOL.md "Pool semantics"):
+// A holder's life (the protocol's pool semantics):
 //
 //            acquire (pool full)           permit handed over
 //   (new) ───────────────────────▶ queued ───────────────────▶ running

@@ -12,7 +12,7 @@
 
 namespace taskforce {
 
-/// Where a task is in its lifecycle (CLI.md "Task states").
+/// Where a task is in its lifecycle (the README's task states).
 enum class task_state : uint8_t {
   /// Waiting for its dependencies (or for the run to be resumed).
   pending,
@@ -88,7 +88,7 @@ enum class task_event : uint8_t {
   reject,
 };
 
-/// The state of a whole run (CLI.md `status --json` "run.state").
+/// The state of a whole run (`status --json` "run.state").
 enum class run_state : uint8_t {
   /// A process drives it (or drove it until it was killed: see
   /// `ledger::mark_interrupted`).
@@ -101,13 +101,13 @@ enum class run_state : uint8_t {
   aborted,
 };
 
-/// The lowercase name, as in CLI.md.
+/// The lowercase name, as `status --json` prints it.
 const char* to_string(task_state x);
 
 /// The lowercase name.
 const char* to_string(task_event x);
 
-/// The lowercase name, as in CLI.md.
+/// The lowercase name, as `status --json` prints it.
 const char* to_string(run_state x);
 
 /// Parses a task state name; false (and `out` untouched) when unknown.

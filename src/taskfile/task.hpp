@@ -9,7 +9,7 @@
 
 namespace taskforce {
 
-/// A parsed, validated task. Field names follow the plan JSON (CLI.md).
+/// A parsed, validated task. Field names follow the plan JSON.
 struct task_spec {
   /// `id:`, else `t<index>` (checklist) or the heading number (headings).
   std::string id;

@@ -15,7 +15,7 @@ nlohmann::ordered_json or_null(const std::optional<T>& value) {
 } // namespace
 
 nlohmann::ordered_json task_to_json(const task_spec& task) {
-  // Ordered, so the fields read in CLI.md's order.
+  // Ordered, so the fields read in the documented order.
   nlohmann::ordered_json object;
   object["id"] = task.id;
   object["index"] = task.index;

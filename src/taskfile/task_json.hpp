@@ -1,4 +1,4 @@
-// A task in the plan JSON's shape (CLI.md, `taskforce plan --json`).
+// A task in the plan JSON's shape (`taskforce plan --json`).
 #pragma once
 
 #include <nlohmann/json_fwd.hpp>

@@ -1,5 +1,5 @@
 // Several processes sharing one pool through CAF's middleman: one server
-// publishes its pool, another joins it (PROTOCOL.md "Modes": global is one
+// publishes its pool, another joins it (the protocol's modes: global is one
 // pool over every process that joins it through the network).
 #define CAF_SUITE e2e.serve_join
 #include <caf/test/unit_test.hpp>

@@ -1,6 +1,6 @@
 // The pool's semantics as a harness sees them through `taskforce serve
 // --stdio`: background calls, idle, bind, end, adopt, nested delegation,
-// bounded waits and the watchdog, each with the fields PROTOCOL.md lists.
+// bounded waits and the watchdog, each with the fields the protocol lists.
 #define CAF_SUITE e2e.serve_pool
 #include <caf/test/unit_test.hpp>
 

@@ -1,5 +1,5 @@
 // `taskforce serve --stdio` as a harness drives it: the real binary, real
-// pipes, one JSON object per line (PROTOCOL.md).
+// pipes, one JSON object per line, as the protocol says.
 #define CAF_SUITE e2e.serve_stdio
 #include <caf/test/unit_test.hpp>
 

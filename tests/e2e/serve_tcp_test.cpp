@@ -1,5 +1,5 @@
 // `taskforce serve --listen` as harnesses drive it: the real binary on
-// loopback TCP, several connections sharing one server (PROTOCOL.md).
+// loopback TCP, several connections sharing one server, as the protocol says.
 #define CAF_SUITE e2e.serve_tcp
 #include <caf/test/unit_test.hpp>
 
