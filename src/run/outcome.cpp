@@ -1,4 +1,5 @@
 #include "src/run/outcome.hpp"
+#include "src/text/enum_name.hpp"
 
 #include <array>
 
@@ -17,16 +18,6 @@ constexpr std::array<merge_end, 5> all_merge_ends{
   merge_end::merged, merge_end::empty,      merge_end::conflict,
   merge_end::error,  merge_end::not_merged,
 };
-
-template<class Enum, size_t N>
-bool parse(std::string_view name, const std::array<Enum, N>& all, Enum& out) {
-  for (auto x : all)
-    if (name == to_string(x)) {
-      out = x;
-      return true;
-    }
-  return false;
-}
 
 } // namespace
 
@@ -52,11 +43,11 @@ const char* to_string(merge_end x) {
 }
 
 bool from_string(std::string_view name, attempt_end& out) {
-  return parse(name, all_attempt_ends, out);
+  return from_name(name, all_attempt_ends, out);
 }
 
 bool from_string(std::string_view name, merge_end& out) {
-  return parse(name, all_merge_ends, out);
+  return from_name(name, all_merge_ends, out);
 }
 
 } // namespace taskforce::run

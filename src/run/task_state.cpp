@@ -1,4 +1,5 @@
 #include "src/run/task_state.hpp"
+#include "src/text/enum_name.hpp"
 
 #include <array>
 
@@ -32,16 +33,6 @@ constexpr std::array<run_state, 4> all_run_states{
   run_state::completed,
   run_state::aborted,
 };
-
-template<class Enum, size_t N>
-bool parse(std::string_view name, const std::array<Enum, N>& all, Enum& out) {
-  for (auto x : all)
-    if (name == to_string(x)) {
-      out = x;
-      return true;
-    }
-  return false;
-}
 
 } // namespace
 
@@ -99,15 +90,15 @@ const char* to_string(run_state x) {
 }
 
 bool from_string(std::string_view name, task_state& out) {
-  return parse(name, all_task_states, out);
+  return from_name(name, all_task_states, out);
 }
 
 bool from_string(std::string_view name, task_event& out) {
-  return parse(name, all_task_events, out);
+  return from_name(name, all_task_events, out);
 }
 
 bool from_string(std::string_view name, run_state& out) {
-  return parse(name, all_run_states, out);
+  return from_name(name, all_run_states, out);
 }
 
 // The task lifecycle: the main line, then the moves out of it and back in.

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/store/sqlite.hpp"
+#include "src/text/enum_name.hpp"
 
 namespace taskforce::store {
 
@@ -65,14 +66,11 @@ const char* to_string(attempt_state x) {
 }
 
 bool from_string(std::string_view name, attempt_state& out) {
-  for (auto x :
-       {attempt_state::running, attempt_state::passed, attempt_state::failed,
-        attempt_state::blocked, attempt_state::interrupted})
-    if (name == to_string(x)) {
-      out = x;
-      return true;
-    }
-  return false;
+  return from_name(name,
+                   {attempt_state::running, attempt_state::passed,
+                    attempt_state::failed, attempt_state::blocked,
+                    attempt_state::interrupted},
+                   out);
 }
 
 // --- the columns of each row -------------------------------------------------

@@ -4,6 +4,7 @@
 
 #include "src/store/ledger.hpp"
 #include "src/store/sqlite.hpp"
+#include "src/text/enum_name.hpp"
 
 namespace taskforce::store {
 
@@ -17,12 +18,8 @@ const char* to_string(mail_kind x) {
 }
 
 bool from_string(std::string_view name, mail_kind& out) {
-  for (auto x : {mail_kind::message, mail_kind::answer, mail_kind::report})
-    if (name == to_string(x)) {
-      out = x;
-      return true;
-    }
-  return false;
+  return from_name(
+    name, {mail_kind::message, mail_kind::answer, mail_kind::report}, out);
 }
 
 const char* to_string(mail_direction x) {
@@ -30,10 +27,7 @@ const char* to_string(mail_direction x) {
 }
 
 bool from_string(std::string_view name, mail_direction& out) {
-  if (name != "up" && name != "down")
-    return false;
-  out = name == "up" ? mail_direction::up : mail_direction::down;
-  return true;
+  return from_name(name, {mail_direction::up, mail_direction::down}, out);
 }
 
 mail_direction direction_of(mail_kind x) {
