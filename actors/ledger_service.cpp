@@ -6,6 +6,8 @@
 
 #include <caf/all.hpp>
 
+#include "src/run/run_setup.hpp"
+
 namespace taskforce {
 
 store::task_fields to_store_fields(const task_facts& facts) {
@@ -146,16 +148,8 @@ ledger_service(ledger_actor::stateful_pointer<ledger_state> self,
         store::added_tasks added;
         added.run_id = run_id;
         added.file = more.file;
-        for (auto& s : more.tasks) {
-          store::new_task nt;
-          nt.id = s.id;
-          nt.index = static_cast<int>(s.index);
-          nt.title = s.title;
-          nt.state = s.done ? task_state::done : task_state::pending;
-          if (s.done)
-            nt.reason = "checked in the task file";
-          added.tasks.push_back(std::move(nt));
-        }
+        for (auto& s : more.tasks)
+          added.tasks.push_back(run::new_task_of(s));
         self->state.db->add_tasks(added, store::wall_clock_ms());
         return true;
       } catch (const store::ledger_error& e) {

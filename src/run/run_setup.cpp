@@ -101,6 +101,17 @@ std::string config_json_of(const config& cfg) {
 
 } // namespace
 
+store::new_task new_task_of(const task_spec& spec) {
+  store::new_task nt;
+  nt.id = spec.id;
+  nt.index = static_cast<int>(spec.index);
+  nt.title = spec.title;
+  nt.state = spec.done ? task_state::done : task_state::pending;
+  if (spec.done)
+    nt.reason = "checked in the task file";
+  return nt;
+}
+
 std::string relative_to(const fs::path& root, const std::string& file) {
   auto abs = fs::weakly_canonical(fs::absolute(file));
   auto rel = abs.lexically_relative(fs::weakly_canonical(root));
@@ -275,16 +286,8 @@ open_result open_run(const open_options& opts) {
     nr.base_branch = base_branch;
     nr.max_concurrency = cfg.run.max_concurrency;
     nr.config_json = config_json_of(cfg);
-    for (auto& s : specs) {
-      store::new_task nt;
-      nt.id = s.id;
-      nt.index = static_cast<int>(s.index);
-      nt.title = s.title;
-      nt.state = s.done ? task_state::done : task_state::pending;
-      if (s.done)
-        nt.reason = "checked in the task file";
-      nr.tasks.push_back(nt);
-    }
+    for (auto& s : specs)
+      nr.tasks.push_back(new_task_of(s));
     db.create_run(nr, now);
     run_id = nr.id;
   } else {

@@ -69,6 +69,10 @@ std::vector<task_spec> parse_task_file(const std::filesystem::path& root,
                                        const std::string& file_rel,
                                        const config& cfg);
 
+/// The ledger's row for a task the file gives: pending, or done when the
+/// file checks it.
+store::new_task new_task_of(const task_spec& spec);
+
 /// `file` relative to `root` when it lies inside, else absolute.
 std::string relative_to(const std::filesystem::path& root,
                         const std::string& file);
