@@ -25,7 +25,7 @@ namespace taskforce {
 namespace {
 
 /// A harness callback travelling inside a local message.
-template <class T>
+template<class T>
 struct call_box {
   std::function<void(caf::expected<T>)> fn;
 };
@@ -62,11 +62,16 @@ struct relay_state {
 using relay_ptr = caf::stateful_actor<relay_state>*;
 
 /// Sends `xs...` to `dest` and hands the answer to `box`.
-template <class T, class Handle, class... Ts>
+template<class T, class Handle, class... Ts>
 void forward(relay_ptr self, const Handle& dest, call_box<T> box, Ts&&... xs) {
   self->request(dest, caf::infinite, std::forward<Ts>(xs)...)
-    .then([box](T& value) { box.fn(std::move(value)); },
-          [box](caf::error& err) { box.fn(std::move(err)); });
+    .then(
+      [box](T& value) {
+        box.fn(std::move(value));
+      },
+      [box](caf::error& err) {
+        box.fn(std::move(err));
+      });
 }
 
 holder_event to_holder_event(const pool_event& ev) {
@@ -92,11 +97,19 @@ caf::behavior relay(relay_ptr self, pool_actor pool) {
   log_instead_of_printing(self);
   // Until the pool names this connection, calls wait in the mailbox.
   self->request(pool, caf::infinite, attach_atom::value, caf::actor{self})
-    .await([self](uint64_t id) { self->state.connection = id; },
-           [self](caf::error&) { self->quit(); });
+    .await(
+      [self](uint64_t id) {
+        self->state.connection = id;
+      },
+      [self](caf::error&) {
+        self->quit();
+      });
   return {
-    [=](caf::get_atom) { return self->state.connection; },
-    // -- pool operations -------------------------------------------------------
+    [=](caf::get_atom) {
+      return self->state.connection;
+    },
+    // -- pool operations
+    // -------------------------------------------------------
     [=](acquire_atom, acquire_request& req, call_box<grant>& box) {
       req.connection = self->state.connection;
       forward(self, self->state.pool, box, acquire_atom::value, req);
@@ -119,15 +132,16 @@ caf::behavior relay(relay_ptr self, pool_actor pool) {
     [=](end_atom, std::string& session, call_box<string_list>& box) {
       forward(self, self->state.pool, box, end_atom::value, session);
     },
-    // -- session operations ------------------------------------------------------
+    // -- session operations
+    // ------------------------------------------------------
     [=](session_actor& s, acquire_atom, std::string& holder, holder_kind kind,
         std::string& tool, std::string& parent, std::string& child,
         call_box<grant>& box) {
       forward(self, s, box, acquire_atom::value, holder, kind, tool, parent,
               child);
     },
-    [=](session_actor& s, release_atom, std::string& holder,
-        release_reason why, call_box<bool>& box) {
+    [=](session_actor& s, release_atom, std::string& holder, release_reason why,
+        call_box<bool>& box) {
       forward(self, s, box, release_atom::value, holder, why);
     },
     [=](session_actor& s, bind_atom, std::string& holder, std::string& child,
@@ -140,13 +154,15 @@ caf::behavior relay(relay_ptr self, pool_actor pool) {
     [=](session_actor& s, end_atom, call_box<string_list>& box) {
       forward(self, s, box, end_atom::value);
     },
-    // -- events -------------------------------------------------------------------
+    // -- events
+    // -------------------------------------------------------------------
     [=](listener_box& box, bool all) {
       self->state.listeners.push_back(std::move(box));
       if (all && !self->state.subscribed) {
         self->state.subscribed = true;
-        self->request(self->state.pool, caf::infinite, subscribe_atom::value,
-                      self->state.connection)
+        self
+          ->request(self->state.pool, caf::infinite, subscribe_atom::value,
+                    self->state.connection)
           .then([](bool) {}, [](caf::error&) {});
       }
     },
@@ -155,15 +171,16 @@ caf::behavior relay(relay_ptr self, pool_actor pool) {
       for (auto& l : self->state.listeners)
         l.fn(x);
     },
-    // -- shutdown ------------------------------------------------------------------
+    // -- shutdown
+    // ------------------------------------------------------------------
     [=](caf::close_atom) -> caf::result<bool> {
       // The runtime is being destroyed: listeners may capture objects the
       // harness destroyed before it, so the releases below reach none.
       self->state.listeners.clear();
       auto rp = self->make_response_promise<bool>();
       self
-        ->request(self->state.pool, std::chrono::seconds(5),
-                  detach_atom::value, self->state.connection)
+        ->request(self->state.pool, std::chrono::seconds(5), detach_atom::value,
+                  self->state.connection)
         .then(
           [=](string_list&) mutable {
             rp.deliver(true);
@@ -232,12 +249,16 @@ struct runtime::impl {
     caf::scoped_actor self{sys};
     uint64_t id = 0;
     self->request(relay_actor, std::chrono::seconds(10), caf::get_atom::value)
-      .receive([&](uint64_t x) { id = x; }, [](caf::error&) {});
+      .receive(
+        [&](uint64_t x) {
+          id = x;
+        },
+        [](caf::error&) {});
     return id;
   }
 
   /// A future and the box that fulfils it; `convert` maps the answer.
-  template <class Out, class In, class F>
+  template<class Out, class In, class F>
   std::pair<std::future<Out>, call_box<In>> make_future(F convert) {
     auto promise = std::make_shared<std::promise<Out>>();
     auto future = promise->get_future();
@@ -293,7 +314,8 @@ runtime::~runtime() {
   // nop: impl's destructor shuts down
 }
 
-// -- pool_handle ----------------------------------------------------------------
+// -- pool_handle
+// ----------------------------------------------------------------
 
 struct pool_handle::impl {
   runtime::impl* rt = nullptr;
@@ -307,8 +329,9 @@ pool_handle runtime::pool() {
 
 std::future<permit_info> pool_handle::acquire(const call_request& req) {
   auto [future, box] = impl_->rt->make_future<permit_info, grant>(to_permit);
-  acquire_request x{req.session, req.holder, to_kind(req.kind),
-                    req.child_session, req.parent, req.tool, 0};
+  acquire_request x{
+    req.session, req.holder, to_kind(req.kind), req.child_session, req.parent,
+    req.tool,    0};
   caf::anon_send(impl_->rt->relay_actor, acquire_atom::value, std::move(x),
                  std::move(box));
   return std::move(future);
@@ -327,8 +350,9 @@ void pool_handle::acquire(const call_request& req,
     }
     done(std::move(out));
   }};
-  acquire_request x{req.session, req.holder, to_kind(req.kind),
-                    req.child_session, req.parent, req.tool, 0};
+  acquire_request x{
+    req.session, req.holder, to_kind(req.kind), req.child_session, req.parent,
+    req.tool,    0};
   caf::anon_send(impl_->rt->relay_actor, acquire_atom::value, std::move(x),
                  std::move(box));
 }
@@ -345,8 +369,9 @@ std::future<permit_info> pool_handle::adopt(const std::string& session,
 
 std::future<bool> pool_handle::release(const std::string& holder,
                                        call_end how) {
-  auto [future, box] = impl_->rt->make_future<bool, bool>(
-    [](bool x) { return x; });
+  auto [future, box] = impl_->rt->make_future<bool, bool>([](bool x) {
+    return x;
+  });
   caf::anon_send(impl_->rt->relay_actor, release_atom::value, holder,
                  to_reason(how), std::move(box));
   return std::move(future);
@@ -354,24 +379,29 @@ std::future<bool> pool_handle::release(const std::string& holder,
 
 std::future<bool> pool_handle::bind(const std::string& holder,
                                     const std::string& child_session) {
-  auto [future, box] = impl_->rt->make_future<bool, bool>(
-    [](bool x) { return x; });
+  auto [future, box] = impl_->rt->make_future<bool, bool>([](bool x) {
+    return x;
+  });
   caf::anon_send(impl_->rt->relay_actor, bind_atom::value, holder,
                  child_session, std::move(box));
   return std::move(future);
 }
 
 std::future<string_list> pool_handle::idle(const std::string& session) {
-  auto [future, box] = impl_->rt->make_future<string_list, string_list>(
-    [](string_list& x) { return std::move(x); });
+  auto [future, box]
+    = impl_->rt->make_future<string_list, string_list>([](string_list& x) {
+        return std::move(x);
+      });
   caf::anon_send(impl_->rt->relay_actor, caf::idle_atom::value, session,
                  std::move(box));
   return std::move(future);
 }
 
 std::future<string_list> pool_handle::end(const std::string& session) {
-  auto [future, box] = impl_->rt->make_future<string_list, string_list>(
-    [](string_list& x) { return std::move(x); });
+  auto [future, box]
+    = impl_->rt->make_future<string_list, string_list>([](string_list& x) {
+        return std::move(x);
+      });
   caf::anon_send(impl_->rt->relay_actor, end_atom::value, session,
                  std::move(box));
   return std::move(future);
@@ -383,7 +413,8 @@ void pool_handle::on_event(std::function<void(const holder_event&)> listener,
                  all);
 }
 
-// -- session_handle ---------------------------------------------------------------
+// -- session_handle
+// ---------------------------------------------------------------
 
 struct session_handle::impl {
   runtime::impl* rt = nullptr;
@@ -395,8 +426,8 @@ session_handle runtime::session(const std::string& name) {
   auto ptr = std::make_shared<session_handle::impl>();
   ptr->rt = impl_.get();
   ptr->name = name;
-  ptr->actor = spawn_session(impl_->sys, name, impl_->pool,
-                             impl_->connection());
+  ptr->actor
+    = spawn_session(impl_->sys, name, impl_->pool, impl_->connection());
   {
     std::lock_guard<std::mutex> guard{impl_->sessions_mtx};
     impl_->sessions.push_back(ptr->actor);
@@ -417,8 +448,9 @@ session_handle::call_started(const std::string& call, call_kind kind,
 
 std::future<bool> session_handle::call_ended(const std::string& call,
                                              call_end how) {
-  auto [future, box] = impl_->rt->make_future<bool, bool>(
-    [](bool x) { return x; });
+  auto [future, box] = impl_->rt->make_future<bool, bool>([](bool x) {
+    return x;
+  });
   caf::anon_send(impl_->rt->relay_actor, impl_->actor, release_atom::value,
                  call, to_reason(how), std::move(box));
   return std::move(future);
@@ -427,24 +459,29 @@ std::future<bool> session_handle::call_ended(const std::string& call,
 std::future<bool>
 session_handle::call_returned(const std::string& call,
                               const std::string& child_session) {
-  auto [future, box] = impl_->rt->make_future<bool, bool>(
-    [](bool x) { return x; });
+  auto [future, box] = impl_->rt->make_future<bool, bool>([](bool x) {
+    return x;
+  });
   caf::anon_send(impl_->rt->relay_actor, impl_->actor, bind_atom::value, call,
                  child_session, std::move(box));
   return std::move(future);
 }
 
 std::future<string_list> session_handle::idle() {
-  auto [future, box] = impl_->rt->make_future<string_list, string_list>(
-    [](string_list& x) { return std::move(x); });
+  auto [future, box]
+    = impl_->rt->make_future<string_list, string_list>([](string_list& x) {
+        return std::move(x);
+      });
   caf::anon_send(impl_->rt->relay_actor, impl_->actor, caf::idle_atom::value,
                  std::move(box));
   return std::move(future);
 }
 
 std::future<string_list> session_handle::dispose() {
-  auto [future, box] = impl_->rt->make_future<string_list, string_list>(
-    [](string_list& x) { return std::move(x); });
+  auto [future, box]
+    = impl_->rt->make_future<string_list, string_list>([](string_list& x) {
+        return std::move(x);
+      });
   caf::anon_send(impl_->rt->relay_actor, impl_->actor, end_atom::value,
                  std::move(box));
   return std::move(future);

@@ -83,14 +83,11 @@ caf::result<grant> answer(pool_actor::stateful_pointer<pool_state> self,
                           pool::acquire_result& r) {
   auto& st = self->state;
   switch (r.status) {
-    case pool::acquire_status::granted:
-      st.apply();
-      return r.value;
+    case pool::acquire_status::granted: st.apply(); return r.value;
     case pool::acquire_status::failed:
       st.apply();
       return caf::make_error(r.code, std::move(r.message));
-    case pool::acquire_status::queued:
-      break;
+    case pool::acquire_status::queued: break;
   }
   // The promise takes the request's sender; nothing reads it afterwards.
   auto rp = self->make_response_promise<grant>();
@@ -137,7 +134,8 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
     self->quit(msg.reason);
   });
   return {
-    // -- admission (the hot pair first: handlers are tried in order) -----------
+    // -- admission (the hot pair first: handlers are tried in order)
+    // -----------
     [self](acquire_atom, acquire_request& req) -> caf::result<grant> {
       auto& st = self->state;
       auto r = st.core->acquire(std::move(req), st.now());
@@ -176,7 +174,8 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
       auto& st = self->state;
       return st.core->status(st.now());
     },
-    // -- connections ------------------------------------------------------------
+    // -- connections
+    // ------------------------------------------------------------
     [self](attach_atom, caf::actor listener) {
       auto& st = self->state;
       auto conn = st.core->attach(listener != nullptr);
@@ -203,7 +202,8 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
       st.forget(conn);
       return affected;
     },
-    // -- timers -----------------------------------------------------------------
+    // -- timers
+    // -----------------------------------------------------------------
     [self](expired_atom, uint64_t id, uint64_t generation) {
       auto& st = self->state;
       st.core->expire(id, generation, st.now());

@@ -12,7 +12,8 @@ namespace taskforce {
 
 namespace {
 
-std::string render_errc(uint8_t code, caf::atom_value, const caf::message& ctx) {
+std::string render_errc(uint8_t code, caf::atom_value,
+                        const caf::message& ctx) {
   std::string result = to_string(static_cast<errc>(code));
   if (ctx.match_elements<std::string>())
     result += ": " + ctx.get_as<std::string>(0);

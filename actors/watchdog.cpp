@@ -25,7 +25,8 @@ watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
     st.by_owner.erase(first, last);
   });
   return {
-    // -- owners -----------------------------------------------------------------
+    // -- owners
+    // -----------------------------------------------------------------
     [self](arm_atom, uint64_t id, uint64_t generation, caf::timespan delay) {
       auto& st = self->state;
       auto owner = self->current_sender();
@@ -59,7 +60,8 @@ watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
         st.by_owner.erase(i);
       }
     },
-    // -- delayed messages -------------------------------------------------------
+    // -- delayed messages
+    // -------------------------------------------------------
     [self](expired_atom, uint64_t serial) {
       auto& st = self->state;
       auto i = st.armed.find(serial);

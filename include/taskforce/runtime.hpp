@@ -61,23 +61,22 @@ struct permit_info {
 /// A refused request: `code()` is the protocol's error code
 /// (queue_timeout, pool_full, duplicate_holder, cancelled, shutting_down).
 class pool_error : public std::runtime_error {
-public:
+ public:
   /// An error with its code and message.
   pool_error(std::string code, const std::string& message)
-    : std::runtime_error(message), code_(std::move(code)) {
-  }
+    : std::runtime_error(message), code_(std::move(code)) {}
 
   /// The protocol's error code.
   const std::string& code() const noexcept {
     return code_;
   }
 
-private:
+ private:
   std::string code_;
 };
 
 /// The outcome of a request, for callbacks: a value or an error.
-template <class T>
+template<class T>
 struct outcome {
   /// Whether the request succeeded.
   bool ok = false;
@@ -116,7 +115,7 @@ class runtime;
 
 /// The pool's operations. Cheap to copy; valid while its runtime lives.
 class pool_handle {
-public:
+ public:
   /// Asks for a permit; the future is ready when granted.
   std::future<permit_info> acquire(const call_request& req);
 
@@ -149,18 +148,17 @@ public:
   void on_event(std::function<void(const holder_event&)> listener,
                 bool all = false);
 
-private:
+ private:
   friend class runtime;
   struct impl;
-  explicit pool_handle(std::shared_ptr<impl> ptr) : impl_(std::move(ptr)) {
-  }
+  explicit pool_handle(std::shared_ptr<impl> ptr) : impl_(std::move(ptr)) {}
   std::shared_ptr<impl> impl_;
 };
 
 /// One harness session: report its events, and the runtime keeps its
 /// permits right. Valid while its runtime lives.
 class session_handle {
-public:
+ public:
   /// A subagent call started; the future is ready when it may run.
   std::future<permit_info> call_started(const std::string& call,
                                         call_kind kind = call_kind::foreground,
@@ -185,11 +183,10 @@ public:
   /// The session's name.
   const std::string& name() const;
 
-private:
+ private:
   friend class runtime;
   struct impl;
-  explicit session_handle(std::shared_ptr<impl> ptr) : impl_(std::move(ptr)) {
-  }
+  explicit session_handle(std::shared_ptr<impl> ptr) : impl_(std::move(ptr)) {}
   std::shared_ptr<impl> impl_;
 };
 
@@ -207,7 +204,7 @@ struct runtime_options {
 /// its handles hold and cancels their waits (futures fail with cancelled or
 /// shutting_down).
 class runtime {
-public:
+ public:
   /// Starts the actor system and the pool.
   explicit runtime(const runtime_options& opts = {});
 
@@ -222,7 +219,7 @@ public:
   /// A new session actor for harness session `name`.
   session_handle session(const std::string& name);
 
-private:
+ private:
   friend class pool_handle;
   friend class session_handle;
   struct impl;
