@@ -151,11 +151,58 @@ WHEN OLD.delivered_ms IS NOT NULL
 BEGIN SELECT RAISE(ABORT, 'mail is delivered once'); END;
 )sql";
 
+// Version 3: run policies.
+constexpr const char* step_3 = R"sql(
+-- The content of the task as its file said it (a hash of the parsed task):
+-- a later run of the same file recognises a task it already merged.
+ALTER TABLE tasks ADD COLUMN content_hash TEXT;
+-- The model an attempt ran on; NULL for the agent's own default.
+ALTER TABLE attempts ADD COLUMN model TEXT;
+
+-- Usage reported by each turn of an attempt (attempts carries the sums).
+-- turn: 1 for the attempt's first turn, counting its repairs, answers and
+-- messages after it; kind: start, repair, answer, message or verify.
+CREATE TABLE turn_usage (
+  run_id        TEXT NOT NULL,
+  task_id       TEXT NOT NULL,
+  attempt       INTEGER NOT NULL,
+  turn          INTEGER NOT NULL,
+  kind          TEXT NOT NULL,
+  input_tokens  INTEGER NOT NULL DEFAULT 0 CHECK (input_tokens >= 0),
+  output_tokens INTEGER NOT NULL DEFAULT 0 CHECK (output_tokens >= 0),
+  cost_usd      REAL NOT NULL DEFAULT 0 CHECK (cost_usd >= 0),
+  at_ms         INTEGER NOT NULL,
+  PRIMARY KEY (run_id, task_id, attempt, turn),
+  FOREIGN KEY (run_id, task_id) REFERENCES tasks (run_id, task_id)
+) WITHOUT ROWID;
+
+-- Co-change learning: how many completed tasks changed both files of a
+-- pair (file_a sorts before file_b), across every run of the repository.
+CREATE TABLE co_changes (
+  file_a TEXT NOT NULL,
+  file_b TEXT NOT NULL,
+  count  INTEGER NOT NULL CHECK (count > 0),
+  PRIMARY KEY (file_a, file_b),
+  CHECK (file_a < file_b)
+) WITHOUT ROWID;
+-- The completed tasks already counted, so a task is counted once even when
+-- its completion is recorded again after a restart.
+CREATE TABLE co_change_tasks (
+  run_id  TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  PRIMARY KEY (run_id, task_id),
+  FOREIGN KEY (run_id, task_id) REFERENCES tasks (run_id, task_id)
+) WITHOUT ROWID;
+)sql";
+
 /// The tables a ledger of each version has (a database without them is
 /// another program's).
 constexpr const char* tables_v1[] = {"runs", "tasks", "attempts", "events"};
 constexpr const char* tables_v2[]
   = {"runs", "tasks", "attempts", "events", "run_files", "mail"};
+constexpr const char* tables_v3[]
+  = {"runs", "tasks",      "attempts",   "events",         "run_files",
+     "mail", "turn_usage", "co_changes", "co_change_tasks"};
 
 template<size_t N>
 std::string count_tables_sql(const char* const (&names)[N]) {
@@ -200,6 +247,7 @@ const char* step(int version) {
   switch (version) {
     case 1: return step_1;
     case 2: return step_2;
+    case 3: return step_3;
     default: return nullptr;
   }
 }
@@ -224,10 +272,12 @@ int read_version(sqlite::connection& db, const fs::path& path, int known) {
   int64_t version = 0;
   int64_t v1 = 0;
   int64_t v2 = 0;
+  int64_t v3 = 0;
   try {
     version = db.scalar("PRAGMA user_version");
     v1 = db.scalar(count_tables_sql(tables_v1));
     v2 = db.scalar(count_tables_sql(tables_v2));
+    v3 = db.scalar(count_tables_sql(tables_v3));
   } catch (const ledger_error&) {
     auto rc = db.error_code();
     if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
@@ -241,8 +291,12 @@ int read_version(sqlite::connection& db, const fs::path& path, int known) {
                          + std::to_string(version)
                          + ", newer than this taskforce knows ("
                          + std::to_string(known) + ")");
-  bool whole = version == 1   ? v1 == static_cast<int64_t>(std::size(tables_v1))
-               : version >= 2 ? v2 == static_cast<int64_t>(std::size(tables_v2))
+  auto has_all = [](int64_t found, const auto& names) {
+    return found == static_cast<int64_t>(std::size(names));
+  };
+  bool whole = version == 1   ? has_all(v1, tables_v1)
+               : version == 2 ? has_all(v2, tables_v2)
+               : version >= 3 ? has_all(v3, tables_v3)
                               : false;
   if (!whole)
     not_a_ledger(path, "is not a taskforce ledger (another program's "
@@ -290,11 +344,14 @@ void create(const fs::path& path, int version) {
 
 void present_as_current(sqlite::connection& db, int version) {
   // Unqualified names find the TEMP schema first, so these stand in for
-  // what version 1 lacks.
+  // what an older version lacks.
+  if (version >= 3)
+    return;
   if (version < 2)
     db.exec(R"sql(
 CREATE TEMP VIEW tasks AS
-  SELECT *, 0 AS hold_lifted, NULL AS session FROM main.tasks;
+  SELECT *, 0 AS hold_lifted, NULL AS session, NULL AS content_hash
+  FROM main.tasks;
 CREATE TEMP TABLE run_files (run_id TEXT, position INTEGER, file TEXT);
 CREATE TEMP TABLE mail (
   id INTEGER PRIMARY KEY, run_id TEXT, task_id TEXT, kind TEXT,
@@ -302,6 +359,19 @@ CREATE TEMP TABLE mail (
   attempt INTEGER);
 )sql",
             "reading a version 1 ledger");
+  else
+    db.exec("CREATE TEMP VIEW tasks AS SELECT *, NULL AS content_hash FROM "
+            "main.tasks;",
+            "reading a version 2 ledger");
+  db.exec(R"sql(
+CREATE TEMP VIEW attempts AS SELECT *, NULL AS model FROM main.attempts;
+CREATE TEMP TABLE turn_usage (
+  run_id TEXT, task_id TEXT, attempt INTEGER, turn INTEGER, kind TEXT,
+  input_tokens INTEGER, output_tokens INTEGER, cost_usd REAL, at_ms INTEGER);
+CREATE TEMP TABLE co_changes (file_a TEXT, file_b TEXT, count INTEGER);
+CREATE TEMP TABLE co_change_tasks (run_id TEXT, task_id TEXT);
+)sql",
+          "reading an older ledger");
 }
 
 void migrate(sqlite::connection& db, const fs::path& path, int version) {

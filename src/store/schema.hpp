@@ -6,6 +6,8 @@
 //   1  runs, tasks, attempts, the append-only events.
 //   2  tasks.hold_lifted and tasks.session; run_files (task files added to a
 //      run); mail (messages down to workers, answers, reports up).
+//   3  tasks.content_hash and attempts.model; turn_usage (usage per turn);
+//      co_changes and co_change_tasks (files that change together).
 //
 // A ledger is created by the same steps that migrate one (1, then 2, …), so
 // a new ledger and a migrated one have the same tables. A migration runs all
@@ -25,7 +27,7 @@ class connection;
 namespace schema {
 
 /// The schema version this code writes.
-constexpr int current = 2;
+constexpr int current = 3;
 
 /// The SQL of step `version`: for 1 it creates the first tables, for each
 /// later one it changes the previous version's tables into its own.

@@ -121,7 +121,7 @@ INSERT INTO events (run_id, task_id, at_ms, kind, data) VALUES
   // Reading changed nothing.
   CAF_CHECK_EQUAL(read_file(file), before);
   CAF_CHECK_EQUAL(s.ledger().schema_version(), 1);
-  // A worker's report is the first write: the ledger becomes version 2.
+  // A worker's report is the first write: the ledger becomes current.
   proc::run_options o;
   o.argv = {TASKFORCE_BINARY, "report", "I", "need", "an", "answer"};
   o.env = {{"TASKFORCE_RUN_ID", "20260101-000000-abcd"},
@@ -129,7 +129,7 @@ INSERT INTO events (run_id, task_id, at_ms, kind, data) VALUES
            {"TASKFORCE_REPO", s.root.string()}};
   o.log_file = (s.dir.path() / "report.log").string();
   CAF_CHECK_EQUAL(proc::run(o).exit_code, 0);
-  CAF_CHECK_EQUAL(s.ledger().schema_version(), 2);
+  CAF_CHECK_EQUAL(s.ledger().schema_version(), store::schema::current);
   auto logs = s.tf({"logs", "t1"});
   CAF_CHECK(contains(logs.output, "I need an answer"));
   CAF_CHECK_EQUAL(json::parse(s.tf({"status", "--json"}).output), j);

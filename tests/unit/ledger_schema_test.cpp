@@ -80,10 +80,19 @@ CAF_TEST(a version 1 ledger is migrated on open and keeps every row) {
     CAF_REQUIRE_NOT_EQUAL(raw.exec("SELECT * FROM mail"), SQLITE_OK);
   }
   auto db = ledger::open(file);
-  CAF_CHECK_EQUAL(db.schema_version(), 2);
+  CAF_CHECK_EQUAL(db.schema_version(), schema::current);
   {
     raw_db raw{file};
-    CAF_CHECK_EQUAL(raw.scalar("PRAGMA user_version"), 2);
+    CAF_CHECK_EQUAL(raw.scalar("PRAGMA user_version"), schema::current);
+    // What version 3 adds is there, empty.
+    CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM tasks WHERE "
+                               "content_hash IS NULL"),
+                    3);
+    CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM attempts WHERE "
+                               "model IS NULL"),
+                    1);
+    CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM turn_usage"), 0);
+    CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM co_changes"), 0);
   }
   auto st = db.status("r1");
   CAF_REQUIRE(st.has_value());
@@ -128,7 +137,7 @@ CAF_TEST(opening a migrated ledger again changes nothing) {
   auto before = test::read_file(file);
   {
     auto again = ledger::open(file);
-    CAF_CHECK_EQUAL(again.schema_version(), 2);
+    CAF_CHECK_EQUAL(again.schema_version(), schema::current);
     CAF_CHECK_EQUAL(again.tasks("r1").size(), 3u);
   }
   CAF_CHECK_EQUAL(test::read_file(file), before);
@@ -147,7 +156,7 @@ CAF_TEST(a process that read version 1 before another migrated
   { ledger::open(file); } // another process migrates meanwhile
   // The late one reads the version again under the write lock.
   schema::migrate(late, file, seen);
-  CAF_CHECK_EQUAL(schema::read_version(late, file), 2);
+  CAF_CHECK_EQUAL(schema::read_version(late, file), schema::current);
   auto db = ledger::open(file);
   CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
 }
@@ -202,7 +211,7 @@ CAF_TEST(a read only reader reads a version 1 ledger and leaves it as is) {
   CAF_CHECK_EQUAL(raw.scalar("PRAGMA user_version"), 1);
 }
 
-CAF_TEST(a version 2 ledger is refused by code that knows only version 1) {
+CAF_TEST(a newer ledger is refused by code that knows only version 1) {
   {
     ledger::open(file).create_run(
       new_run{"r1", "TASKS.md", "h", "main", 2, "{}", {}}, 1000);
@@ -211,28 +220,31 @@ CAF_TEST(a version 2 ledger is refused by code that knows only version 1) {
   sqlite::connection old{file, sqlite::open_mode::read_only};
   try {
     schema::read_version(old, file, 1);
-    CAF_FAIL("version 1 code read a version 2 ledger");
+    CAF_FAIL("version 1 code read a newer ledger");
   } catch (const ledger_error& e) {
     CAF_CHECK_EQUAL(e.code(), ledger_errc::schema);
     std::string what = e.what();
-    CAF_CHECK_NOT_EQUAL(what.find("schema version 2"), std::string::npos);
+    CAF_CHECK_NOT_EQUAL(
+      what.find("schema version " + std::to_string(schema::current)),
+      std::string::npos);
     CAF_CHECK_NOT_EQUAL(what.find("newer than this taskforce knows (1)"),
                         std::string::npos);
   }
   CAF_CHECK_EQUAL(test::read_file(file), before);
-  // And this code refuses whatever comes after version 2, for writing and
-  // reading alike.
+  // And this code refuses whatever comes after its own version, for
+  // writing and reading alike.
   {
     raw_db raw{file};
-    raw.exec("PRAGMA user_version = 3");
+    raw.exec("PRAGMA user_version = " + std::to_string(schema::current + 1));
   }
   for (bool read_only : {false, true}) {
     try {
       ledger::open(file, ledger_options{read_only});
-      CAF_FAIL("opened a version 3 ledger");
+      CAF_FAIL("opened a ledger newer than this code");
     } catch (const ledger_error& e) {
       CAF_CHECK_EQUAL(e.code(), ledger_errc::schema);
-      CAF_CHECK_NOT_EQUAL(std::string{e.what()}.find("knows (2)"),
+      CAF_CHECK_NOT_EQUAL(std::string{e.what()}.find(
+                            "knows (" + std::to_string(schema::current) + ")"),
                           std::string::npos);
     }
   }
@@ -263,8 +275,8 @@ CAF_TEST(a new ledger has the same tables as a migrated one) {
   auto shape = [](const std::filesystem::path& p) {
     raw_db raw{p};
     std::map<std::string, int64_t> columns;
-    for (auto* table :
-         {"runs", "tasks", "attempts", "events", "run_files", "mail"})
+    for (auto* table : {"runs", "tasks", "attempts", "events", "run_files",
+                        "mail", "turn_usage", "co_changes", "co_change_tasks"})
       columns[table] = raw.scalar(
         std::string{"SELECT count(*) FROM pragma_table_info('"} + table + "')");
     columns["triggers"]
@@ -275,6 +287,26 @@ CAF_TEST(a new ledger has the same tables as a migrated one) {
   };
   CAF_CHECK_EQUAL(shape(fresh), shape(file));
   CAF_CHECK_EQUAL(shape(fresh)["mail"], 9);
+  CAF_CHECK_EQUAL(shape(fresh)["turn_usage"], 9);
+}
+
+CAF_TEST(a version 2 ledger is migrated to version 3 and keeps every row) {
+  schema::create(file, 2);
+  {
+    raw_db raw{file};
+    CAF_REQUIRE_EQUAL(raw.exec(v1_rows), SQLITE_OK);
+  }
+  {
+    // A reader of the version 2 file sees version 3's columns, empty.
+    auto reader = ledger::open(file, ledger_options{true});
+    CAF_CHECK_EQUAL(reader.schema_version(), 2);
+    CAF_CHECK_EQUAL(reader.tasks("r1").size(), 3u);
+    CAF_CHECK_EQUAL(reader.attempts("r1", "t2").size(), 1u);
+  }
+  auto db = ledger::open(file);
+  CAF_CHECK_EQUAL(db.schema_version(), 3);
+  CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
+  CAF_CHECK_EQUAL(db.status("r1")->tasks[1].usage.input_tokens, 100);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
