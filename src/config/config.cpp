@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/config/model.hpp"
 #include "src/net/listen_address.hpp"
 #include "src/text/edit_distance.hpp"
 #include "src/text/file.hpp"
@@ -274,6 +275,61 @@ setter string_map(std::map<std::string, std::string>& out) {
   };
 }
 
+setter non_negative_number(double& out) {
+  return [&out](const json& value) {
+    if (!value.is_number() || !std::isfinite(value.get<double>())
+        || value.get<double>() < 0)
+      throw rule_violation{"a non-negative number"};
+    out = value.get<double>();
+  };
+}
+
+setter model_text(std::string& out) {
+  return [&out](const json& value) {
+    std::string rule = std::string{"empty or "} + model_rule;
+    if (!value.is_string())
+      throw rule_violation{rule};
+    auto text = value.get<std::string>();
+    if (!text.empty() && !is_model(text))
+      throw rule_violation{rule + "; " + shown(value) + " is not"};
+    out = text;
+  };
+}
+
+setter models(std::vector<std::string>& out) {
+  return [&out](const json& value) {
+    std::string rule = std::string{"a list of models ("} + model_rule + ")";
+    if (!value.is_array())
+      throw rule_violation{rule};
+    std::vector<std::string> result;
+    for (const auto& item : value) {
+      if (!item.is_string() || !is_model(item.get<std::string>()))
+        throw rule_violation{rule + "; " + shown(item) + " is not one"};
+      result.push_back(item.get<std::string>());
+    }
+    out = std::move(result);
+  };
+}
+
+setter model_map(std::map<std::string, std::string>& out) {
+  return [&out](const json& value) {
+    std::string rule = std::string{"an object mapping agent names to models ("}
+                       + model_rule + ")";
+    if (!value.is_object())
+      throw rule_violation{rule};
+    std::map<std::string, std::string> result;
+    for (const auto& [key, item] : value.items()) {
+      if (key.empty())
+        throw rule_violation{rule + "; an agent name is empty"};
+      if (!item.is_string() || !is_model(item.get<std::string>()))
+        throw rule_violation{rule + "; " + shown(item) + " (for \"" + key
+                             + "\") is not one"};
+      result[key] = item.get<std::string>();
+    }
+    out = std::move(result);
+  };
+}
+
 std::vector<key_rule> pool_rules(pool_config& c) {
   return {
     {"maxParallel", positive_integer(c.max_parallel)},
@@ -300,7 +356,7 @@ std::vector<key_rule> run_rules(run_config& c) {
     {"maxConcurrency", positive_integer(c.max_concurrency)},
     {"worker", one_of(c.worker, {"shell", "agent", "scripted"})},
     {"agentPreset", text(c.agent_preset)},
-    {"workerModel", text(c.worker_model)},
+    {"workerModel", model_text(c.worker_model)},
     {"scriptFile", text(c.script_file)},
     {"taskTimeoutMs", positive_integer(c.task_timeout_ms)},
     {"verifyTimeoutMs", positive_integer(c.verify_timeout_ms)},
@@ -319,6 +375,21 @@ std::vector<key_rule> run_rules(run_config& c) {
     {"baseBranch", text(c.base_branch)},
     {"workerInstructions", text(c.worker_instructions)},
     {"workerInstructionsFile", text(c.worker_instructions_file)},
+    {"workerSkills", strings(c.worker_skills, false, false)},
+    {"workerContract", one_of(c.worker_contract, {"generic", "none"})},
+    {"roleModels", model_map(c.role_models)},
+    {"fallbackModels", models(c.fallback_models)},
+    {"maxCostUsd", non_negative_number(c.max_cost_usd)},
+    {"maxTokens", non_negative_integer(c.max_tokens)},
+    {"verifierEnabled", boolean(c.verifier_enabled)},
+    {"verifierPreset", text(c.verifier_preset)},
+    {"verifierPrompt", text(c.verifier_prompt)},
+    {"verifyMerged", boolean(c.verify_merged)},
+    {"flipCheckboxes", boolean(c.flip_checkboxes)},
+    {"progressFile", text(c.progress_file)},
+    {"detectCompletion", one_of(c.detect_completion, {"report", "checkboxes"})},
+    {"coChangeLearning", boolean(c.co_change_learning)},
+    {"coChangeMinCount", positive_integer(c.co_change_min_count)},
   };
 }
 
@@ -612,6 +683,21 @@ json run_to_json(const run_config& c) {
     {"baseBranch", c.base_branch},
     {"workerInstructions", c.worker_instructions},
     {"workerInstructionsFile", c.worker_instructions_file},
+    {"workerSkills", c.worker_skills},
+    {"workerContract", c.worker_contract},
+    {"roleModels", c.role_models},
+    {"fallbackModels", c.fallback_models},
+    {"maxCostUsd", c.max_cost_usd},
+    {"maxTokens", c.max_tokens},
+    {"verifierEnabled", c.verifier_enabled},
+    {"verifierPreset", c.verifier_preset},
+    {"verifierPrompt", c.verifier_prompt},
+    {"verifyMerged", c.verify_merged},
+    {"flipCheckboxes", c.flip_checkboxes},
+    {"progressFile", c.progress_file},
+    {"detectCompletion", c.detect_completion},
+    {"coChangeLearning", c.co_change_learning},
+    {"coChangeMinCount", c.co_change_min_count},
   };
 }
 

@@ -75,6 +75,38 @@ struct run_config {
   std::string base_branch;
   std::string worker_instructions;
   std::string worker_instructions_file;
+  /// Skills the worker should follow, appended to its prompt.
+  std::vector<std::string> worker_skills;
+  /// `generic` (the built-in report contract in the prompt) or `none`.
+  std::string worker_contract = "generic";
+  /// Agent (a task's `agent:`) -> model, between the task's `model:` and
+  /// worker_model.
+  std::map<std::string, std::string> role_models;
+  /// Models tried in order on the retries after a failed attempt.
+  std::vector<std::string> fallback_models;
+  /// Budgets: the run pauses (reason `budget`) once its total reaches one.
+  /// 0 = off; tokens count input plus output.
+  double max_cost_usd = 0;
+  int64_t max_tokens = 0;
+  /// An independent read-only agent run inspects a task's diff after its
+  /// gate passes and may reject it.
+  bool verifier_enabled = false;
+  /// The verifier's agent preset; empty = agent_preset.
+  std::string verifier_preset;
+  std::string verifier_prompt;
+  /// The gate also runs on the merge result before the base branch moves.
+  bool verify_merged = true;
+  /// Assist mode: the run writes `[x]` back into the task file.
+  bool flip_checkboxes = false;
+  /// A file (relative to the repository) a block per finished task is
+  /// appended to; empty = none.
+  std::string progress_file;
+  /// `report` (the worker's report says done) or `checkboxes` (the task's
+  /// box in the file was flipped).
+  std::string detect_completion = "report";
+  /// Files that changed together in completed tasks become conflicts.
+  bool co_change_learning = false;
+  uint64_t co_change_min_count = 2;
 };
 
 /// The `"server"` section.
@@ -92,7 +124,7 @@ struct config {
 
 /// A refused config: names the file, the key, the value and the rule.
 class config_error : public std::runtime_error {
-public:
+ public:
   using std::runtime_error::runtime_error;
 };
 
@@ -106,7 +138,8 @@ config load_config(const std::string& path);
 /// The effective pool config as JSON text, with the config file's key names.
 std::string pool_config_json(const pool_config& cfg);
 
-/// The whole effective config as pretty JSON text, as taskforce.json is laid out.
+/// The whole effective config as pretty JSON text, as taskforce.json is laid
+/// out.
 std::string config_json(const config& cfg);
 
 } // namespace taskforce

@@ -6,6 +6,7 @@
 #include <regex>
 #include <unordered_map>
 
+#include "src/config/model.hpp"
 #include "src/scope/glob.hpp"
 #include "src/scope/path.hpp"
 #include "src/scope/physical.hpp"
@@ -89,20 +90,6 @@ bool parse_integer(std::string_view s, int64_t& out) {
   }
   out = negative ? -value : value;
   return true;
-}
-
-/// `provider/model[#variant]`: no blanks, a non-empty provider and model.
-bool is_model(std::string_view s) {
-  if (s.empty() || has_blank(s))
-    return false;
-  auto slash = s.find('/');
-  if (slash == 0 || slash == std::string_view::npos || slash + 1 == s.size())
-    return false;
-  auto hash = s.find('#');
-  if (hash == std::string_view::npos)
-    return true;
-  return hash > slash + 1 && hash + 1 < s.size()
-         && s.find('#', hash + 1) == std::string_view::npos;
 }
 
 std::string in_quotes(std::string_view s) {
@@ -365,8 +352,7 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
     if (auto f = field("model")) {
       auto text = strip_backticks(f->text);
       if (!is_model(text))
-        fail(f, "model: " + in_quotes(text)
-                  + " is not provider/model or provider/model#variant");
+        fail(f, "model: " + in_quotes(text) + " is not " + model_rule);
       else
         task.model = std::string{text};
     }

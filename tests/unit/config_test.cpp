@@ -37,32 +37,31 @@ CAF_TEST(an empty object gives the documented defaults) {
   CAF_CHECK_EQUAL(cfg.run.max_attempts, 2u);
 }
 
-CAF_TEST(the shipped config file equals the built-in defaults) {
+CAF_TEST(the shipped config file equals the built - in defaults) {
   auto shipped = load_config(TASKFORCE_SOURCE_DIR "/config/taskforce.json");
   CAF_CHECK_EQUAL(config_json(shipped), config_json(config{}));
 }
 
 CAF_TEST(maxParallel must be a positive safe integer) {
   for (auto bad : {"0", "-1", "1.5", "9007199254740992", "\"2\"", "null"}) {
-    auto message = refusal(std::string{R"({"pool":{"maxParallel":)"} + bad
-                           + "}}");
+    auto message
+      = refusal(std::string{R"({"pool":{"maxParallel":)"} + bad + "}}");
     CAF_CHECK(contains(message, "pool.maxParallel"));
     CAF_CHECK(contains(message, bad));
     CAF_CHECK(contains(message, "positive safe integer"));
   }
   CAF_CHECK_EQUAL(
-    parse_config(R"({"pool":{"maxParallel":2.0}})", "c").pool.max_parallel,
-    2u);
-  CAF_CHECK_EQUAL(parse_config(R"({"pool":{"maxParallel":9007199254740991}})",
-                               "c")
-                    .pool.max_parallel,
-                  9007199254740991u);
+    parse_config(R"({"pool":{"maxParallel":2.0}})", "c").pool.max_parallel, 2u);
+  CAF_CHECK_EQUAL(
+    parse_config(R"({"pool":{"maxParallel":9007199254740991}})", "c")
+      .pool.max_parallel,
+    9007199254740991u);
 }
 
-CAF_TEST(subagentToolNames needs at least one non-empty name) {
+CAF_TEST(subagentToolNames needs at least one non - empty name) {
   for (auto bad : {"[]", "[\"\"]", "\"task\"", "[1]"}) {
-    auto message = refusal(std::string{R"({"pool":{"subagentToolNames":)"}
-                           + bad + "}}");
+    auto message
+      = refusal(std::string{R"({"pool":{"subagentToolNames":)"} + bad + "}}");
     CAF_CHECK(contains(message, "pool.subagentToolNames"));
     CAF_CHECK(contains(message, "at least one non-empty string"));
   }
@@ -104,8 +103,8 @@ CAF_TEST(run keys are validated too) {
                      "run.holdPattern"));
   CAF_CHECK(contains(refusal(R"({"run":{"worker":"robot"}})"),
                      "\"shell\", \"agent\" or \"scripted\""));
-  CAF_CHECK(contains(refusal(R"({"run":{"autoMerge":"yes"}})"),
-                     "true or false"));
+  CAF_CHECK(
+    contains(refusal(R"({"run":{"autoMerge":"yes"}})"), "true or false"));
 }
 
 CAF_TEST(malformed JSON names the file) {
@@ -139,7 +138,8 @@ CAF_TEST(numbers beyond double name the key the value and the rule) {
   CAF_CHECK(contains(refusal(R"({"pool":{"subagentToolNames":["a",-1e999]}})"),
                      "pool.subagentToolNames holds -1e999"));
   CAF_CHECK(contains(refusal(R"({"run":{"workerModel":1e400}})"),
-                     "run.workerModel = 1e400 is refused: must be a string"));
+                     "run.workerModel = 1e400 is refused: must be empty or "
+                     "provider/model"));
   // Where no key applies, the message still names the file and the number.
   CAF_CHECK(contains(refusal(R"({"pool": 1e400})"),
                      "cfg.json: \"pool\" must be an object of settings, got "
@@ -263,4 +263,62 @@ CAF_TEST(askUserOnBlocked is a run key and must be a boolean) {
   auto message = refusal(R"({"run":{"askUserOnBlocked":"yes"}})");
   CAF_CHECK(contains(message, "run.askUserOnBlocked"));
   CAF_CHECK(contains(message, "true or false"));
+}
+
+CAF_TEST(the run policy keys are checked with their rules) {
+  auto cfg = parse_config(R"({"run":{
+    "maxCostUsd": 1.5, "maxTokens": 1000,
+    "roleModels": {"reviewer": "anthropic/claude-sonnet-4-5#thinking"},
+    "fallbackModels": ["openai/gpt-4o-mini", "openrouter/meta/llama-3"],
+    "workerModel": "anthropic/claude-sonnet-4-5",
+    "workerSkills": ["tdd"], "workerContract": "none",
+    "verifierEnabled": true, "verifierPreset": "codex",
+    "verifierPrompt": "check the tests", "verifyMerged": false,
+    "flipCheckboxes": true, "progressFile": "progress.md",
+    "detectCompletion": "checkboxes",
+    "coChangeLearning": true, "coChangeMinCount": 3}})",
+                          "c");
+  CAF_CHECK_EQUAL(cfg.run.max_cost_usd, 1.5);
+  CAF_CHECK_EQUAL(cfg.run.max_tokens, 1000);
+  CAF_CHECK_EQUAL(cfg.run.role_models.at("reviewer"),
+                  "anthropic/claude-sonnet-4-5#thinking");
+  CAF_CHECK_EQUAL(cfg.run.fallback_models.size(), 2u);
+  CAF_CHECK_EQUAL(cfg.run.worker_contract, "none");
+  CAF_CHECK(cfg.run.verifier_enabled);
+  CAF_CHECK(!cfg.run.verify_merged);
+  CAF_CHECK_EQUAL(cfg.run.detect_completion, "checkboxes");
+  CAF_CHECK_EQUAL(cfg.run.co_change_min_count, 3u);
+  struct refused {
+    const char* text;
+    const char* key;
+    const char* rule;
+  };
+  for (auto [text, key, rule] : std::vector<refused>{
+         {R"({"run":{"maxCostUsd":-1}})", "run.maxCostUsd", "non-negative"},
+         {R"({"run":{"maxCostUsd":"5"}})", "run.maxCostUsd", "non-negative"},
+         {R"({"run":{"maxCostUsd":1e400}})", "run.maxCostUsd", "1e400"},
+         {R"({"run":{"maxTokens":1.5}})", "run.maxTokens", "safe integer"},
+         {R"({"run":{"maxTokens":9007199254740992}})", "run.maxTokens",
+          "safe integer"},
+         {R"({"run":{"workerModel":"sonnet"}})", "run.workerModel",
+          "provider/model"},
+         {R"({"run":{"fallbackModels":["openai/"]}})", "run.fallbackModels",
+          "provider/model"},
+         {R"({"run":{"roleModels":{"reviewer":"x y/z"}}})", "run.roleModels",
+          "reviewer"},
+         {R"({"run":{"roleModels":["a/b"]}})", "run.roleModels", "object"},
+         {R"({"run":{"workerContract":"strict"}})", "run.workerContract",
+          "\"generic\" or \"none\""},
+         {R"({"run":{"detectCompletion":"auto"}})", "run.detectCompletion",
+          "\"report\" or \"checkboxes\""},
+         {R"({"run":{"coChangeMinCount":0}})", "run.coChangeMinCount",
+          "positive safe integer"},
+         {R"({"run":{"workerSkills":[""]}})", "run.workerSkills", "strings"},
+         {R"({"run":{"verifyMerged":1}})", "run.verifyMerged", "true or false"},
+       }) {
+    auto message = refusal(text);
+    CAF_CHECK(contains(message, key));
+    if (!contains(message, rule))
+      CAF_FAIL(message << " does not say " << rule);
+  }
 }
