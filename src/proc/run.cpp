@@ -159,7 +159,15 @@ std::vector<pid_t> direct_children() {
 /// Kills and reaps the children we adopted that carry the run's mark, round
 /// after round, since killing one orphans its own children to us. Adopted
 /// zombies are reaped too: nobody else will wait for them.
-void sweep_orphans(const env_pattern& marked) {
+///
+/// Returns whether a live child we did not start was left alone because it
+/// does not carry the mark. Every live descendant that left its group has
+/// an ancestor among our children (as a subreaper we adopt whatever is
+/// orphaned below us), so when there is none, no marked process can hide
+/// behind one that cleared its environment, and no scan of every process
+/// is needed.
+bool sweep_orphans(const env_pattern& marked) {
+  bool strangers = false;
   for (int round = 0; round < 100; ++round) {
     std::vector<pid_t> mine;
     {
@@ -173,15 +181,18 @@ void sweep_orphans(const env_pattern& marked) {
         } else if (environment_matches(pid, marked)) {
           ::kill(pid, SIGKILL);
           mine.push_back(pid);
+        } else {
+          strangers = true;
         }
       }
     }
     if (mine.empty())
-      return;
+      return strangers;
     for (pid_t pid : mine)
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR)
         ;
   }
+  return true; // still finding more: assume the worst
 }
 
 /// The output side: the log file and the tail.
@@ -365,10 +376,11 @@ run_result run(const run_options& opts) {
     group.forget_group();
     forget_child(pgid);
     clean_group(pgid);
-    sweep_orphans(marked);
+    bool strangers = sweep_orphans(marked);
     // A marked process whose parent escaped the mark is nobody's orphan:
-    // found by a scan before the record goes.
-    if (!opts.record_folder.empty())
+    // found by a scan of every process before the record goes. Such a
+    // parent is one of our children (see sweep_orphans).
+    if (strangers && !opts.record_folder.empty())
       kill_marked(marked);
   };
   if (opts.on_start) {

@@ -22,7 +22,8 @@ backend_choice choose_backend(const std::string& task_agent,
 }
 
 std::vector<std::string> shell_argv(const std::string& command) {
-  return {"sh", "-c", command};
+  // By its path, as the gate runs: no search of PATH at every task.
+  return {"/bin/sh", "-c", command};
 }
 
 namespace {

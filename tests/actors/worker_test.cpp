@@ -249,7 +249,7 @@ CAF_TEST(a passing attempt leases runs checks gates checks and reports done) {
   CAF_REQUIRE_EQUAL(rec->commands.size(), 1u);
   auto& turn = command();
   CAF_CHECK_EQUAL(turn.run.argv,
-                  (std::vector<std::string>{"sh", "-c", "make cache"}));
+                  (std::vector<std::string>{"/bin/sh", "-c", "make cache"}));
   CAF_CHECK_EQUAL(turn.run.cwd, worktree.path().string());
   CAF_CHECK_EQUAL(env_of(turn, "TASKFORCE_RUN_ID"), "r1");
   CAF_CHECK_EQUAL(env_of(turn, "TASKFORCE_TASK_ID"), "t1");

@@ -307,7 +307,11 @@ CAF_TEST(inboxes started at the same moment deliver each message once) {
 CAF_TEST(inbox and report work while a driver runs the task) {
   scenario s;
   auto flag = (s.dir.path() / "go.flag").string();
-  s.tasks("- [ ] Slow\n  - files: a.txt\n  - run: while [ ! -e " + flag
+  // The worker says when its command runs: mail posted before that is
+  // the start turn's (taken before the command starts), not the inbox's.
+  auto started = (s.dir.path() / "started.flag").string();
+  s.tasks("- [ ] Slow\n  - files: a.txt\n  - run: touch " + started
+          + "; while [ ! -e " + flag
           + " ]; do sleep 0.05; done; echo a > a.txt\n");
   s.set_config(s.config_text);
   proc::spawn_options o;
@@ -322,7 +326,7 @@ CAF_TEST(inbox and report work while a driver runs the task) {
   for (int i = 0; i < 200 && !running; ++i) {
     std::this_thread::sleep_for(100ms);
     try {
-      running = std::filesystem::exists(s.root / ".taskforce" / "ledger.sqlite")
+      running = std::filesystem::exists(started)
                 && s.task("t1").state == task_state::running;
     } catch (const std::exception&) {
     }

@@ -225,4 +225,28 @@ CAF_TEST(takers in several processes get each mail exactly once) {
   CAF_CHECK(box.undelivered_counts("r1").empty());
 }
 
+CAF_TEST(a taker with nothing to take never waits for another writer) {
+  // The run's ledger connection writes every transition; a worker looking
+  // for mail that is not there must not queue behind it.
+  auto quick = ledger::open(file, ledger_options{false, true, 0});
+  mailbox box{quick};
+  test::raw_db writer{file};
+  CAF_REQUIRE_EQUAL(writer.exec("BEGIN IMMEDIATE"), SQLITE_OK);
+  CAF_CHECK(box.take_undelivered("r1", "t1", 1000).empty());
+  // With mail there, the taker needs the write lock: busy, nothing lost.
+  CAF_REQUIRE_EQUAL(writer.exec("INSERT INTO mail (run_id, task_id, kind, "
+                                "direction, text, created_ms) VALUES ('r1', "
+                                "'t1', 'message', 'down', 'hello', 900)"),
+                    SQLITE_OK);
+  CAF_REQUIRE_EQUAL(writer.exec("COMMIT"), SQLITE_OK);
+  CAF_REQUIRE_EQUAL(writer.exec("BEGIN IMMEDIATE"), SQLITE_OK);
+  CAF_CHECK_EQUAL(error_of([&] {
+                    box.take_undelivered("r1", "t1", 1100);
+                  }),
+                  std::optional<ledger_errc>{ledger_errc::sqlite});
+  CAF_REQUIRE_EQUAL(writer.exec("COMMIT"), SQLITE_OK);
+  CAF_CHECK_EQUAL(texts(box.take_undelivered("r1", "t1", 1200)),
+                  std::vector<std::string>{"hello"});
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

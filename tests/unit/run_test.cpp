@@ -2,6 +2,7 @@
 #include <caf/test/unit_test.hpp>
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -187,6 +188,31 @@ CAF_TEST(descendants that left the group or were orphaned do not survive) {
   CAF_REQUIRE_EQUAL(pids.size(), 4u);
   for (auto pid : pids)
     CAF_CHECK(gone(pid));
+}
+
+CAF_TEST(a marked process behind a parent that cleared its environment
+           does not survive a recorded run) {
+  // The parent leaves the group and drops the mark; its child carries the
+  // mark again. Only a scan of every process finds the child, and it must
+  // run because the parent is a stranger among our children.
+  test::temp_dir dir;
+  auto o = sh("T=$TASKFORCE_PROC_TOKEN; setsid env -i T=\"$T\" "
+              "PATH=\"$PATH\" sh -c 'TASKFORCE_PROC_TOKEN=\"$T\" sleep 60 "
+              "& echo pid:$!; echo parent:$$; exec sleep 60' &"
+              "sleep 0.3; exit 0");
+  o.record_folder = (dir.path() / "records").string();
+  auto r = run(o);
+  CAF_CHECK(r.success());
+  auto pids = printed_pids(r.tail);
+  CAF_REQUIRE_EQUAL(pids.size(), 1u);
+  CAF_CHECK(dead(pids[0]));
+  // The unmarked parent escaped: it is the test's to stop.
+  auto at = r.tail.find("parent:");
+  CAF_REQUIRE(at != std::string::npos);
+  pid_t parent = std::stoi(r.tail.substr(at + 7));
+  CAF_CHECK(!dead(parent));
+  ::kill(parent, SIGKILL);
+  ::waitpid(parent, nullptr, 0);
 }
 
 CAF_TEST(a background writer does not hold the run open) {

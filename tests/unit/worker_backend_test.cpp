@@ -56,7 +56,7 @@ CAF_TEST(the shell backend runs the run command with sh) {
   worker_round round;
   round.context = {"r7", "t4", 2, turn_kind::start, "/repo"};
   auto cmd = prepare_worker_command(worker_backend::shell, {}, task(), round);
-  CAF_CHECK_EQUAL(cmd.argv, (strings{"sh", "-c", "make docs"}));
+  CAF_CHECK_EQUAL(cmd.argv, (strings{"/bin/sh", "-c", "make docs"}));
   CAF_CHECK(cmd.inputs.empty());
   CAF_CHECK(cmd.stdin_file.empty());
   CAF_CHECK_EQUAL(cmd.env, (env_list{{"TASKFORCE_RUN_ID", "r7"},
