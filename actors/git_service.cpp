@@ -162,8 +162,8 @@ git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
       -> caf::result<std::string, std::string> {
       return open_review(self->state, req, paths);
     },
-    [self](reviewed_atom, scope_request& req, std::string& log_file)
-      -> caf::result<std::vector<std::string>> {
+    [self](reviewed_atom, scope_request& req,
+           std::string& log_file) -> caf::result<std::vector<std::string>> {
       return close_review(self->state, req, log_file);
     },
     [&space](merge_atom, merge_request& req) -> caf::result<merge_outcome> {

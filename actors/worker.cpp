@@ -374,8 +374,8 @@ void gate_ended(self_ptr self, const proc_exited& exit) {
 
 /// What the verifier's git requests name: the attempt and its checkout.
 scope_request review_request(const worker_state& st) {
-  return {st.job.run_id,   st.job.task.id, st.job.attempt,   st.cwd.string(),
-          st.out.branch,   st.start,       st.job.task.files};
+  return {st.job.run_id, st.job.task.id, st.job.attempt,   st.cwd.string(),
+          st.out.branch, st.start,       st.job.task.files};
 }
 
 /// The verifier, once the gate passed (or there is none): unless it
@@ -387,14 +387,14 @@ void after_gate(self_ptr self) {
   st.now = phase::reviewing;
   progress(self, attempt_phase::verifying, "verifier");
   self
-    ->request(st.job.git, caf::infinite, review_atom::value,
-              review_request(st), st.changed)
+    ->request(st.job.git, caf::infinite, review_atom::value, review_request(st),
+              st.changed)
     .then(
       [self](std::string& path, std::string& diff) {
         if (stopped(self)) {
           // The scratch goes; nobody waits for the answer.
           caf::anon_send(self->state.job.git, reviewed_atom::value,
-                     review_request(self->state), std::string{});
+                         review_request(self->state), std::string{});
           return;
         }
         run_verifier(self, path, diff);
@@ -444,7 +444,7 @@ void run_verifier(self_ptr self, const std::string& path,
     opts.stdin_file = std::move(cmd.stdin_file);
   } catch (const std::exception& e) {
     caf::anon_send(job.git, reviewed_atom::value, review_request(st),
-               std::string{});
+                   std::string{});
     return fail(self, std::string{"verifier: "} + e.what());
   }
   opts.cwd = path;
@@ -515,9 +515,7 @@ void review_closed(self_ptr self, const std::vector<std::string>& discarded) {
   }
   auto& v = st.verdict;
   switch (v.kind) {
-    case review_kind::accepted:
-      st.verified = true;
-      return take_mail(self);
+    case review_kind::accepted: st.verified = true; return take_mail(self);
     case review_kind::failed: return fail(self, "verifier: " + v.reason + note);
     case review_kind::rejected: break;
   }
@@ -722,8 +720,8 @@ void choose(self_ptr self) {
   }
   if (cfg.verifier_enabled)
     try {
-      st.verifier = load_agent_preset(verifier_preset_name(cfg),
-                                      st.job.root.string());
+      st.verifier
+        = load_agent_preset(verifier_preset_name(cfg), st.job.root.string());
     } catch (const std::exception& e) {
       throw std::runtime_error(std::string{"run.verifierPreset: "} + e.what());
     }

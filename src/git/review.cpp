@@ -93,8 +93,8 @@ review_checkout open_review(repository& repo, const fs::path& root,
   for (auto& p : paths) {
     fs::path rel{p};
     if (!inside(rel))
-      throw std::runtime_error("cannot review " + task_id + ": the path "
-                               + p + " leaves the checkout");
+      throw std::runtime_error("cannot review " + task_id + ": the path " + p
+                               + " leaves the checkout");
     copy_path(checkout / rel, r.path / rel);
   }
   auto scratch = open(r.path);

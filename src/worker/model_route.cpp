@@ -20,8 +20,7 @@ std::string route_model(const std::string& task_model,
   if (!task_model.empty())
     return task_model;
   if (!task_agent.empty())
-    if (auto it = cfg.role_models.find(task_agent);
-        it != cfg.role_models.end())
+    if (auto it = cfg.role_models.find(task_agent); it != cfg.role_models.end())
       return it->second;
   return cfg.worker_model;
 }

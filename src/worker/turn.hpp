@@ -2,10 +2,10 @@
 // (or `answer` when a person's answer waits for the task); a failed gate
 // sends the worker a `repair` turn, mail that arrived while it worked a
 // `message` turn; a rejection by the verifier is repaired like a failed
-// gate. The verifier's own run is a `verify` turn. Every worker and gate process learns which turn it serves
-// from its environment; a turn after the first also has a text (the gate's
-// failure, the answer, the messages), given on standard input to a shell
-// worker and as the next prompt to an agent.
+// gate. The verifier's own run is a `verify` turn. Every worker and gate
+// process learns which turn it serves from its environment; a turn after the
+// first also has a text (the gate's failure, the answer, the messages), given
+// on standard input to a shell worker and as the next prompt to an agent.
 #pragma once
 
 #include <cstdint>

@@ -47,8 +47,7 @@ const char* to_string(review_kind x) {
 // verdict.
 std::string compose_verifier_prompt(const verifier_request& r) {
   std::ostringstream out;
-  out << "# Review of task " << r.task_id << ": " << trimmed(r.title)
-      << "\n\n"
+  out << "# Review of task " << r.task_id << ": " << trimmed(r.title) << "\n\n"
       << "You are an independent reviewer. Another agent worked on the task "
          "below; its verification command passed. Decide whether the work "
          "really does what the task asks, and nothing it should not. The "
@@ -57,8 +56,8 @@ std::string compose_verifier_prompt(const verifier_request& r) {
          "run what you like, but change nothing - your changes are "
          "discarded.\n\n";
   auto body = trimmed(r.body);
-  out << "## The task\n\n" << (body.empty() ? "(no description)" : body)
-      << "\n\n";
+  out << "## The task\n\n"
+      << (body.empty() ? "(no description)" : body) << "\n\n";
   if (!r.files.empty()) {
     out << "Its declared write scope:\n\n";
     for (auto& f : r.files)
@@ -110,8 +109,8 @@ review_verdict judge_review(const proc::run_result& result,
     return v;
   }
   if (result.signal != 0) {
-    v.reason = "the verifier was killed by signal "
-               + std::to_string(result.signal);
+    v.reason
+      = "the verifier was killed by signal " + std::to_string(result.signal);
     return v;
   }
   if (!reading.error.empty()) {

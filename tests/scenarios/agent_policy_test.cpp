@@ -96,22 +96,23 @@ std::string agent_script(const std::filesystem::path& dir) {
 /// A preset running the fake agent in `role` and `mode`.
 std::string preset_json(const std::filesystem::path& script,
                         const std::string& role, const std::string& mode) {
-  return R"({"argv": ["sh", ")" + script.string() + R"(", ")" + role
-         + R"(", ")" + mode
-         + R"(", "{prompt_file}", ["--model", "{model}"]]})";
+  return R"({"argv": ["sh", ")" + script.string() + R"(", ")" + role + R"(", ")"
+         + mode + R"(", "{prompt_file}", ["--model", "{model}"]]})";
 }
 
 /// A scenario with the fake agent and its presets outside the repository.
 struct agents {
   scenario s;
-  std::filesystem::path script = s.dir.write("agent.sh", agent_script(s.dir.path()));
+  std::filesystem::path script
+    = s.dir.write("agent.sh", agent_script(s.dir.path()));
   std::filesystem::path worker
     = s.dir.write("worker.json", preset_json(script, "worker", "ok"));
 
   /// A verifier preset in `mode`.
   std::string verifier(const std::string& mode) {
-    return s.dir.write("verifier-" + mode + ".json",
-                       preset_json(script, "verifier", mode))
+    return s.dir
+      .write("verifier-" + mode + ".json",
+             preset_json(script, "verifier", mode))
       .string();
   }
 
@@ -171,10 +172,10 @@ CAF_TEST(each level of the model chain reaches the agent and the ledger) {
   CAF_CHECK_EQUAL(r.code, 0);
   auto calls = a.calls("worker");
   std::sort(calls.begin(), calls.end());
-  CAF_CHECK_EQUAL(calls, (std::vector<std::string>{
-                           "worker r/reviewer start 1 t2",
-                           "worker t/own start 1 t1",
-                           "worker w/worker start 1 t3"}));
+  CAF_CHECK_EQUAL(calls,
+                  (std::vector<std::string>{"worker r/reviewer start 1 t2",
+                                            "worker t/own start 1 t1",
+                                            "worker w/worker start 1 t3"}));
   // The model is recorded per attempt and shown by logs.
   CAF_CHECK_EQUAL(str(a.logs_json("t1")["attempts"][0]["model"]), "t/own");
   CAF_CHECK_EQUAL(str(a.logs_json("t2")["attempts"][0]["model"]), "r/reviewer");
@@ -209,10 +210,10 @@ CAF_TEST(retries after failures run on the fallback models in order) {
             "  FAIL-UNLESS-MODEL c/last\n");
   auto r = a.s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 0);
-  CAF_CHECK_EQUAL(a.calls("worker"), (std::vector<std::string>{
-                                        "worker a/primary start 1 t1",
-                                        "worker b/first start 2 t1",
-                                        "worker c/last start 3 t1"}));
+  CAF_CHECK_EQUAL(a.calls("worker"),
+                  (std::vector<std::string>{"worker a/primary start 1 t1",
+                                            "worker b/first start 2 t1",
+                                            "worker c/last start 3 t1"}));
   auto attempts = a.logs_json("t1")["attempts"];
   CAF_REQUIRE_EQUAL(attempts.size(), 3u);
   CAF_CHECK_EQUAL(str(attempts[0]["model"]), "a/primary");
@@ -237,10 +238,10 @@ CAF_TEST(the fallback a resume retries on follows the failures before it) {
   CAF_CHECK_NOT_EQUAL(a.s.tf({"run", "TASKS.md"}).code, 0);
   CAF_CHECK_NOT_EQUAL(a.s.tf({"resume"}).code, 0);
   CAF_CHECK_EQUAL(a.s.tf({"resume"}).code, 0);
-  CAF_CHECK_EQUAL(a.calls("worker"), (std::vector<std::string>{
-                                        "worker a/primary start 1 t1",
-                                        "worker b/first start 2 t1",
-                                        "worker c/last start 3 t1"}));
+  CAF_CHECK_EQUAL(a.calls("worker"),
+                  (std::vector<std::string>{"worker a/primary start 1 t1",
+                                            "worker b/first start 2 t1",
+                                            "worker c/last start 3 t1"}));
   CAF_CHECK_EQUAL(std::string{to_string(a.s.task("t1").state)}, "done");
 }
 
@@ -285,12 +286,12 @@ CAF_TEST(a verifier rejection is repaired like a failed gate) {
             "  - verify: test -s out/t1.txt\n");
   auto r = a.s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 0);
-  CAF_CHECK_EQUAL(a.calls("worker"), (std::vector<std::string>{
-                                        "worker - start 1 t1",
-                                        "worker - repair 1 t1"}));
-  CAF_CHECK_EQUAL(a.calls("verifier"), (std::vector<std::string>{
-                                          "verifier - verify 1 t1",
-                                          "verifier - verify 1 t1"}));
+  CAF_CHECK_EQUAL(
+    a.calls("worker"),
+    (std::vector<std::string>{"worker - start 1 t1", "worker - repair 1 t1"}));
+  CAF_CHECK_EQUAL(a.calls("verifier"),
+                  (std::vector<std::string>{"verifier - verify 1 t1",
+                                            "verifier - verify 1 t1"}));
   // The verifier saw the task's work, in a checkout that is not the task's.
   auto log = a.log();
   CAF_CHECK(std::find(log.begin(), log.end(), "seen: by -") != log.end());
@@ -314,8 +315,8 @@ CAF_TEST(a verifier rejection is repaired like a failed gate) {
   CAF_CHECK_EQUAL(std::string{to_string(a.s.task("t1").state)}, "done");
   CAF_CHECK_EQUAL(read_file(a.s.root / "out/t1.txt"), "by -\nREPAIRED\n");
   // No scratch checkout or branch is left.
-  CAF_CHECK(!std::filesystem::exists(a.s.root / ".taskforce/review" / a.s.run().id
-                                     / "t1"));
+  CAF_CHECK(!std::filesystem::exists(a.s.root / ".taskforce/review"
+                                     / a.s.run().id / "t1"));
   CAF_CHECK_EQUAL(git_ok(a.s.root, {"branch", "--list", "taskforce-review/*"}),
                   "");
 }

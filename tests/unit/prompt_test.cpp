@@ -194,7 +194,8 @@ CAF_TEST(without the contract neither prompt names the report format) {
   t.gate_tail = "boom\n";
   auto f = compose_follow_up(t, false);
   CAF_CHECK(f.find("JSON") == std::string::npos);
-  CAF_CHECK(f.find("report again as your instructions ask") != std::string::npos);
+  CAF_CHECK(f.find("report again as your instructions ask")
+            != std::string::npos);
   CAF_CHECK(compose_follow_up(t).find("JSON") != std::string::npos);
 }
 
