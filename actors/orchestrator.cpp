@@ -394,7 +394,7 @@ std::string route(self_ptr self, size_t i) {
   try {
     m.model = route_model(spec.model.value_or(""), spec.agent.value_or(""),
                           st.setup.cfg, m.failed);
-  } catch (const std::exception& e) {
+  } catch (const std::exception&) {
     // Only a run.worker that is no backend throws; launch says so.
     m.model.clear();
   }

@@ -397,3 +397,19 @@ CAF_TEST(in place the verifier gets the task work in a scratch copy) {
   auto log = a.log();
   CAF_CHECK(std::find(log.begin(), log.end(), "seen: by -") != log.end());
 }
+
+CAF_TEST(a shell task is reviewed by the agent verifier all the same) {
+  agents a;
+  a.s.set_config(R"({"run": {"verifierEnabled": true, "verifierPreset": ")"
+                 + a.verifier("reject-once") + R"("}})");
+  a.s.tasks("- [ ] Write it\n  - files: out/t1.txt\n"
+            "  - run: mkdir -p out && echo shell > out/t1.txt && "
+            "{ grep -q REPAIRED && echo REPAIRED >> out/t1.txt; true; }\n");
+  auto r = a.s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  // The shell worker read the rejection on its standard input.
+  CAF_CHECK_EQUAL(read_file(a.s.root / "out/t1.txt"), "shell\nREPAIRED\n");
+  CAF_CHECK_EQUAL(a.calls("verifier"),
+                  (std::vector<std::string>{"verifier - verify 1 t1",
+                                            "verifier - verify 1 t1"}));
+}
