@@ -384,8 +384,10 @@ void after_gate(self_ptr self) {
   auto& st = self->state;
   if (!st.job.cfg.verifier_enabled || st.verified)
     return take_mail(self);
+  // The task is verifying already (the gate's phase): no progress to tell.
   st.now = phase::reviewing;
-  progress(self, attempt_phase::verifying, "verifier");
+  spdlog::info("{}: the verifier reviews attempt {}", st.job.task.id,
+               st.job.attempt);
   self
     ->request(st.job.git, caf::infinite, review_atom::value, review_request(st),
               st.changed)
