@@ -104,6 +104,9 @@ review_checkout open_review(repository& repo, const fs::path& root,
       from = *fork;
   r.diff = diff_text(scratch, from);
   r.before = take_snapshot(scratch);
+  for (auto& b : list_branches(repo))
+    if (b.name != r.branch)
+      r.branches[b.name] = b.tip;
   return r;
 }
 
@@ -116,6 +119,27 @@ std::vector<std::string> close_review(repository& repo,
   }
   remove_worktree(repo, review.path.string(), true, true);
   delete_branch(repo, review.branch);
+  // Refs are shared with the repository: a branch the reviewer moved, made
+  // or deleted is put back.
+  std::map<std::string, std::string> now;
+  for (auto& b : list_branches(repo))
+    if (b.name != review.branch)
+      now[b.name] = b.tip;
+  for (auto& [name, tip] : now) {
+    auto was = review.branches.find(name);
+    if (was == review.branches.end()) {
+      delete_branch(repo, name);
+      changed.push_back("branch " + name);
+    } else if (was->second != tip) {
+      move_branch(repo, name, tip, was->second);
+      changed.push_back("branch " + name);
+    }
+  }
+  for (auto& [name, tip] : review.branches)
+    if (now.count(name) == 0) {
+      move_branch(repo, name, "", tip);
+      changed.push_back("branch " + name);
+    }
   return changed;
 }
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,10 @@ struct review_checkout {
   std::string diff;
   /// The scratch as the reviewer gets it.
   checkout_snapshot before;
+  /// Every other local branch and its tip as the reviewer starts: the
+  /// scratch shares the repository's refs, so a branch it moves is put
+  /// back.
+  std::map<std::string, std::string> branches;
 };
 
 /// Makes the scratch of task `task_id` from the checkout it runs in
@@ -52,7 +57,8 @@ review_checkout open_review(repository& repo, const std::filesystem::path& root,
                             const std::string& base_branch);
 
 /// What the reviewer changed in the scratch (sorted), then removes it and
-/// its branch.
+/// its branch. A local branch it moved, made or deleted elsewhere is put
+/// back as it was and listed as `branch NAME`.
 std::vector<std::string> close_review(repository& repo,
                                       const review_checkout& review);
 

@@ -76,6 +76,29 @@ CAF_TEST(what the reviewer changes
   CAF_CHECK(!git::branch_tip(repo, "taskforce-review/r1/t1"));
 }
 
+CAF_TEST(branches the reviewer moves makes or deletes are put back) {
+  auto wt = task_with_work(*this);
+  auto main_tip = tip_of(repo, "main");
+  auto task_tip = tip_of(repo, "taskforce/r1/t1");
+  git_ok(root, {"branch", "old", main_tip});
+  auto r = git::open_review(repo, root, "r1", "t1", wt, task_paths, "main");
+  git_ok(r.path, {"-c", "user.name=R", "-c", "user.email=r@x", "commit", "-q",
+                  "--allow-empty", "-m", "sneaky"});
+  auto sneaky = git_ok(r.path, {"rev-parse", "HEAD"});
+  sneaky.pop_back();
+  git_ok(r.path, {"update-ref", "refs/heads/taskforce/r1/t1", sneaky});
+  git_ok(r.path, {"update-ref", "refs/heads/main", sneaky});
+  git_ok(r.path, {"branch", "made-by-reviewer"});
+  git_ok(r.path, {"branch", "-D", "old"});
+  auto changed = git::close_review(repo, r);
+  CAF_CHECK_EQUAL(changed, (strings{"branch made-by-reviewer", "branch main",
+                                    "branch taskforce/r1/t1", "branch old"}));
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), main_tip);
+  CAF_CHECK_EQUAL(tip_of(repo, "taskforce/r1/t1"), task_tip);
+  CAF_CHECK_EQUAL(tip_of(repo, "old"), main_tip);
+  CAF_CHECK(!git::branch_tip(repo, "made-by-reviewer"));
+}
+
 CAF_TEST(a path leaving the checkout is refused and leftovers are dropped) {
   auto wt = task_with_work(*this);
   CAF_CHECK_EQUAL(git::remove_reviews(repo, "r1"), 0u);
