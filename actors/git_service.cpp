@@ -1,9 +1,14 @@
 #include "actors/git_service.hpp"
 
+#include <fstream>
+#include <map>
 #include <memory>
+#include <optional>
+#include <utility>
 
 #include <caf/all.hpp>
 
+#include "src/git/review.hpp"
 #include "src/git/workspace.hpp"
 
 namespace taskforce {
@@ -14,6 +19,17 @@ struct git_state {
   static inline const char* name = "git_service";
   /// The run's worktrees and checks (made at spawn, on the actor's thread).
   std::unique_ptr<git::workspace> space;
+  /// The main repository again, for the verifier's scratch checkouts
+  /// (src/git/review.hpp), which the workspace knows nothing of.
+  std::optional<git::repository> repo;
+  /// The base branch (the scratch's diff starts where the task forked).
+  std::string base_branch;
+  /// The run.
+  std::string run_id;
+  /// The repository's top folder.
+  std::filesystem::path root;
+  /// Open scratch checkouts, by (task, attempt).
+  std::map<std::pair<std::string, uint64_t>, git::review_checkout> reviews;
 };
 
 using self_ptr = git_actor::stateful_pointer<git_state>;
@@ -52,7 +68,61 @@ git::integration_request integration_of(const merge_request& req) {
 
 } // namespace
 
+/// Opens the verifier's scratch checkout for an attempt.
+caf::result<std::string, std::string>
+open_review(git_state& st, const scope_request& req,
+            const std::vector<std::string>& paths) {
+  try {
+    auto r = git::open_review(*st.repo, st.root, req.run_id, req.task_id,
+                              req.checkout, paths, st.base_branch);
+    auto path = r.path.string();
+    auto diff = r.diff;
+    st.reviews[{req.task_id, req.attempt}] = std::move(r);
+    return {std::move(path), std::move(diff)};
+  } catch (const std::exception& e) {
+    return fail(std::string{"cannot prepare the verifier's checkout: "}
+                + e.what());
+  }
+}
+
+/// Lists what the verifier changed, notes it in `log_file` and removes
+/// the scratch.
+caf::result<std::vector<std::string>>
+close_review(git_state& st, const scope_request& req,
+             const std::string& log_file) {
+  auto it = st.reviews.find({req.task_id, req.attempt});
+  if (it == st.reviews.end())
+    return std::vector<std::string>{};
+  auto review = std::move(it->second);
+  st.reviews.erase(it);
+  try {
+    auto changed = git::close_review(*st.repo, review);
+    if (!changed.empty() && !log_file.empty()) {
+      std::ofstream out(log_file, std::ios::app);
+      out << "\ntaskforce: the verifier is read-only; its changes were "
+             "discarded:\n";
+      for (auto& p : changed)
+        out << "  " << p << '\n';
+    }
+    return changed;
+  } catch (const std::exception& e) {
+    return fail(std::string{"cannot remove the verifier's checkout: "}
+                + e.what());
+  }
+}
+
 git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
+  auto& st = self->state;
+  st.root = setup.root;
+  st.base_branch = setup.base_branch;
+  st.run_id = setup.run_id;
+  st.repo = git::open(setup.root);
+  try {
+    // Scratch checkouts a killed process left hold nothing of value.
+    git::remove_reviews(*st.repo, st.run_id);
+  } catch (const std::exception&) {
+    // Whatever is left is dropped again before the task's next review.
+  }
   self->state.space = std::make_unique<git::workspace>(
     std::move(setup.repo), std::move(setup.root), std::move(setup.base_branch),
     std::move(setup.run_id), setup.reuse_worktrees, setup.spares);
@@ -87,6 +157,14 @@ git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
       } catch (const std::exception& e) {
         return fail(e.what());
       }
+    },
+    [self](review_atom, scope_request& req, std::vector<std::string>& paths)
+      -> caf::result<std::string, std::string> {
+      return open_review(self->state, req, paths);
+    },
+    [self](reviewed_atom, scope_request& req,
+           std::string& log_file) -> caf::result<std::vector<std::string>> {
+      return close_review(self->state, req, log_file);
     },
     [&space](merge_atom, merge_request& req) -> caf::result<merge_outcome> {
       try {

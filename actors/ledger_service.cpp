@@ -39,6 +39,8 @@ store::task_change to_store_change(const task_transition& tr) {
     change.usage
       = store::usage{static_cast<int64_t>(u->input_tokens),
                      static_cast<int64_t>(u->output_tokens), u->cost_usd};
+  if (tr.facts.model)
+    change.attempt_model = *tr.facts.model;
   if (tr.facts.exit_code && *tr.facts.exit_code >= 0)
     change.exit_code = static_cast<int>(*tr.facts.exit_code);
   return change;

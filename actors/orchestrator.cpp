@@ -8,6 +8,8 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "src/worker/model_route.hpp"
+
 namespace taskforce {
 
 namespace {
@@ -230,7 +232,7 @@ void launch(self_ptr self, size_t i, uint64_t attempt) {
   t.verify = spec.verify.value_or("");
   t.run = spec.run.value_or("");
   t.agent = spec.agent.value_or("");
-  t.model = spec.model.value_or("");
+  t.model = m.model;
   t.timeout_ms = spec.timeout_ms.value_or(0);
   t.invocations = m.invocations;
   t.previous_failure = m.previous_failure;
@@ -256,6 +258,7 @@ void launch(self_ptr self, size_t i, uint64_t attempt) {
   } catch (const std::exception& e) {
     why = std::string{"cannot start the worker: "} + e.what();
   }
+  ++m.failed;
   step(self, sched(self).attempt_ended(i, run::attempt_end::failed, why));
 }
 
@@ -382,6 +385,22 @@ void abandon(self_ptr self, const pending_change& p) {
 
 // -- the ledger: group commit -------------------------------------------------
 
+/// The model the attempt task `i` is about to start runs on (recorded with
+/// the change that opens it, then handed to its worker).
+std::string route(self_ptr self, size_t i) {
+  auto& st = self->state;
+  auto& spec = sched(self).graph().task(i);
+  auto& m = st.memory[i];
+  try {
+    m.model = route_model(spec.model.value_or(""), spec.agent.value_or(""),
+                          st.setup.cfg, m.failed);
+  } catch (const std::exception&) {
+    // Only a run.worker that is no backend throws; launch says so.
+    m.model.clear();
+  }
+  return m.model;
+}
+
 /// Carries out a decision: its changes gather for the ledger (with the
 /// facts and the command of `a` on the first `own` of them), its orders run
 /// at once, its run change follows the task changes.
@@ -406,6 +425,8 @@ void carry_out(self_ptr self, run::decision d, size_t own,
     st.last_change[p.change.task] = p.serial;
     if (with_facts && *with_facts == k)
       p.facts = a.facts;
+    if (p.change.then == run::follow_up::launch)
+      p.facts.model = route(self, p.change.task);
     if (k < own && a.wait) {
       p.wait = a.wait;
       ++a.wait->open;
@@ -705,8 +726,10 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
   if (o.spent.input_tokens != 0 || o.spent.output_tokens != 0
       || o.spent.cost_usd != 0)
     facts.spent = o.spent;
-  if (o.end == run::attempt_end::failed)
+  if (o.end == run::attempt_end::failed) {
     m.previous_failure = o.reason;
+    ++m.failed;
+  }
   step(self, sched(self).attempt_ended(*i, o.end, o.reason),
        annotation{*i, std::move(facts), nullptr});
 }
@@ -754,6 +777,8 @@ void on_down(self_ptr self, caf::down_msg& msg) {
     auto end
       = w.stopping ? run::attempt_end::interrupted : run::attempt_end::failed;
     st.workers.erase(task);
+    if (end == run::attempt_end::failed)
+      ++st.memory[task].failed;
     step(self, sched(self).attempt_ended(
                  task, end,
                  "the worker stopped: " + self->system().render(msg.reason)));

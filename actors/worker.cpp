@@ -1,6 +1,8 @@
 #include "actors/worker.hpp"
 
 #include <memory>
+#include <optional>
+#include <stdexcept>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -9,9 +11,11 @@
 #include "src/report/report.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/store/ledger.hpp"
+#include "src/worker/model_route.hpp"
 #include "src/worker/prompt.hpp"
 #include "src/worker/scope_check.hpp"
 #include "src/worker/script.hpp"
+#include "src/worker/verifier.hpp"
 
 namespace fs = std::filesystem;
 
@@ -40,6 +44,12 @@ enum class phase {
   checking,
   /// The gate.
   gate,
+  /// The git service's scratch checkout for the verifier.
+  reviewing,
+  /// The verifier's run.
+  verifier,
+  /// The git service's list of what the verifier changed.
+  closing_review,
   /// The outcome is sent.
   done,
 };
@@ -93,6 +103,19 @@ struct worker_state {
   uint64_t gates = 0;
   /// Who changed the checkout last: what the next check is after.
   changed_by last_change = changed_by::worker;
+
+  // -- the verifier -----------------------------------------------------------
+
+  /// The verifier's preset (loaded when run.verifierEnabled).
+  std::optional<agent_preset> verifier;
+  /// What the attempt brings, as its last passing check listed it.
+  std::vector<std::string> changed;
+  /// The verifier accepted the work as the worker last left it.
+  bool verified = false;
+  /// Verifier runs in this attempt (its log is appended from the second on).
+  uint64_t reviews = 0;
+  /// The verdict of the verifier that ran last.
+  review_verdict verdict;
 
   // -- the process helper -----------------------------------------------------
 
@@ -162,7 +185,8 @@ std::string render(self_ptr self, const caf::error& err) {
 void run_command(self_ptr self, proc::run_options opts,
                  std::vector<std::pair<std::string, std::string>> inputs) {
   auto& st = self->state;
-  opts.cwd = st.cwd.string();
+  if (opts.cwd.empty())
+    opts.cwd = st.cwd.string();
   // Recorded before it starts, so that the next driver finds what a crash
   // of this one left running (kill_leftover_workers).
   opts.label = st.job.run_id + "/" + st.job.task.id + "/";
@@ -195,6 +219,10 @@ turn_context context_of(const worker_state& st) {
 
 void take_mail(self_ptr self);
 void check(self_ptr self);
+void after_gate(self_ptr self);
+void run_verifier(self_ptr self, const std::string& path,
+                  const std::string& diff);
+void review_closed(self_ptr self, const std::vector<std::string>& discarded);
 
 /// Starts the turn in `st.turn` (`fresh`: a new session even if it could
 /// continue one).
@@ -238,6 +266,7 @@ void run_turn(self_ptr self, bool fresh = false) {
   ++st.out.turns;
   st.now = phase::turn;
   st.last_change = changed_by::worker;
+  st.verified = false;
   run_command(self, std::move(opts), std::move(cmd.inputs));
 }
 
@@ -245,7 +274,7 @@ void run_turn(self_ptr self, bool fresh = false) {
 void run_gate(self_ptr self) {
   auto& st = self->state;
   if (st.job.task.verify.empty())
-    return take_mail(self);
+    return after_gate(self);
   proc::run_options opts;
   opts.argv = {"/bin/sh", "-c", st.job.task.verify};
   opts.env = turn_environment(context_of(st));
@@ -306,6 +335,23 @@ void turn_ended(self_ptr self, const proc_exited& exit) {
   check(self);
 }
 
+/// A failed gate (or a rejection by the verifier) goes back to the worker
+/// as a repair turn while repairs are left; else the attempt fails.
+void repair_or_fail(self_ptr self, const std::string& failure,
+                    turn_input repair) {
+  auto& st = self->state;
+  auto& cfg = st.job.cfg;
+  if (!cfg.repair_on_failure || st.out.repairs >= cfg.max_repairs)
+    return fail(self, failure);
+  ++st.out.repairs;
+  progress(self, attempt_phase::repairing,
+           "repair " + std::to_string(st.out.repairs) + ": " + failure);
+  repair.kind = turn_kind::repair;
+  repair.repair_round = static_cast<int>(st.out.repairs);
+  st.turn = std::move(repair);
+  run_turn(self);
+}
+
 /// The gate ended: check again if it passed, else repair or fail.
 void gate_ended(self_ptr self, const proc_exited& exit) {
   auto& st = self->state;
@@ -317,19 +363,170 @@ void gate_ended(self_ptr self, const proc_exited& exit) {
   st.out.exit_code = exit.exit_code;
   if (exit.success())
     return check(self); // what the gate left is part of what the task brings
-  auto failure = "gate failed (" + exit.description + ")";
-  auto& cfg = st.job.cfg;
-  if (!cfg.repair_on_failure || st.out.repairs >= cfg.max_repairs)
-    return fail(self, failure);
-  ++st.out.repairs;
-  progress(self, attempt_phase::repairing,
-           "repair " + std::to_string(st.out.repairs) + ": " + failure);
-  st.turn = {};
-  st.turn.kind = turn_kind::repair;
-  st.turn.repair_round = static_cast<int>(st.out.repairs);
-  st.turn.gate_result = exit.description;
-  st.turn.gate_tail = exit.tail;
-  run_turn(self);
+  turn_input repair;
+  repair.gate_result = exit.description;
+  repair.gate_tail = exit.tail;
+  repair_or_fail(self, "gate failed (" + exit.description + ")",
+                 std::move(repair));
+}
+
+// -- the verifier -------------------------------------------------------------
+
+/// What the verifier's git requests name: the attempt and its checkout.
+scope_request review_request(const worker_state& st) {
+  return {st.job.run_id, st.job.task.id, st.job.attempt,   st.cwd.string(),
+          st.out.branch, st.start,       st.job.task.files};
+}
+
+/// The verifier, once the gate passed (or there is none): unless it
+/// accepted the work as it is already, it runs in a scratch copy of it.
+void after_gate(self_ptr self) {
+  auto& st = self->state;
+  if (!st.job.cfg.verifier_enabled || st.verified)
+    return take_mail(self);
+  // The task is verifying already (the gate's phase): no progress to tell.
+  st.now = phase::reviewing;
+  spdlog::info("{}: the verifier reviews attempt {}", st.job.task.id,
+               st.job.attempt);
+  self
+    ->request(st.job.git, caf::infinite, review_atom::value, review_request(st),
+              st.changed)
+    .then(
+      [self](std::string& path, std::string& diff) {
+        if (stopped(self)) {
+          // The scratch goes; nobody waits for the answer.
+          caf::anon_send(self->state.job.git, reviewed_atom::value,
+                         review_request(self->state), std::string{});
+          return;
+        }
+        run_verifier(self, path, diff);
+      },
+      [self](caf::error& err) {
+        if (stopped(self))
+          return;
+        fail(self, "verifier: " + render(self, err));
+      });
+}
+
+/// Starts the verifier in the scratch checkout at `path`.
+void run_verifier(self_ptr self, const std::string& path,
+                  const std::string& diff) {
+  auto& st = self->state;
+  auto& job = st.job;
+  verifier_request vr;
+  vr.task_id = job.task.id;
+  vr.title = job.task.title;
+  vr.body = job.task.body;
+  vr.files = job.task.files;
+  vr.verify = job.task.verify;
+  vr.summary = st.summary;
+  vr.diff = diff;
+  vr.instructions = job.cfg.verifier_prompt;
+  ++st.reviews;
+  auto n = std::to_string(st.reviews);
+  agent_values v;
+  v.prompt = compose_verifier_prompt(vr);
+  v.prompt_file = (st.log_dir / ("verifier-prompt-" + n + ".md")).string();
+  v.model = verifier_model(job.cfg);
+  v.worktree = path;
+  v.task_id = job.task.id;
+  v.title = job.task.title;
+  v.files = job.task.files;
+  if (st.verifier->session == agent_preset::session_source::uuid)
+    v.session = new_session_uuid();
+  proc::run_options opts;
+  try {
+    auto cmd = expand_agent_preset(*st.verifier, v, false);
+    opts.argv = std::move(cmd.argv);
+    auto ctx = context_of(st);
+    ctx.turn = turn_kind::verify;
+    opts.env = turn_environment(ctx);
+    for (auto& kv : cmd.env)
+      opts.env.push_back(std::move(kv));
+    opts.stdin_file = std::move(cmd.stdin_file);
+  } catch (const std::exception& e) {
+    caf::anon_send(job.git, reviewed_atom::value, review_request(st),
+                   std::string{});
+    return fail(self, std::string{"verifier: "} + e.what());
+  }
+  opts.cwd = path;
+  opts.log_file = (st.log_dir / "verifier.log").string();
+  opts.append_log = st.reviews > 1;
+  int64_t timeout
+    = job.timeout_ms > 0 ? job.timeout_ms : job.cfg.task_timeout_ms;
+  opts.timeout = std::chrono::milliseconds(timeout);
+  st.now = phase::verifier;
+  run_command(self, std::move(opts), {{v.prompt_file, v.prompt}});
+}
+
+/// The verifier's run ended: its verdict, then the scratch goes (what it
+/// changed there is listed and noted in its log), then the verdict counts.
+void verifier_ended(self_ptr self, const proc_exited& exit) {
+  auto& st = self->state;
+  auto log = (st.log_dir / "verifier.log").string();
+  if (stopped(self)) {
+    caf::anon_send(st.job.git, reviewed_atom::value, review_request(st), log);
+    return;
+  }
+  if (!exit.error.empty()) {
+    st.verdict = {review_kind::failed, exit.error, std::nullopt};
+  } else {
+    proc::run_result r;
+    r.exit_code = static_cast<int>(exit.exit_code);
+    r.signal = exit.signal;
+    r.timed_out = exit.timed_out;
+    r.tail = exit.tail;
+    st.verdict = judge_review(r, read_report(exit.tail));
+  }
+  if (auto& u = st.verdict.usage) {
+    st.out.spent.input_tokens += u->input_tokens;
+    st.out.spent.output_tokens += u->output_tokens;
+    st.out.spent.cost_usd += u->cost_usd;
+  }
+  st.now = phase::closing_review;
+  self
+    ->request(st.job.git, caf::infinite, reviewed_atom::value,
+              review_request(st), log)
+    .then(
+      [self](std::vector<std::string>& discarded) {
+        if (stopped(self))
+          return;
+        review_closed(self, discarded);
+      },
+      [self](caf::error& err) {
+        if (stopped(self))
+          return;
+        // Its changes never reached the task; the verdict stands.
+        spdlog::warn("{}: {}", self->state.job.task.id, render(self, err));
+        review_closed(self, {});
+      });
+}
+
+/// The verdict counts: accepted goes on, rejected is repaired like a failed
+/// gate, no verdict fails the attempt.
+void review_closed(self_ptr self, const std::vector<std::string>& discarded) {
+  auto& st = self->state;
+  std::string note;
+  if (!discarded.empty()) {
+    note = " (the verifier changed " + std::to_string(discarded.size())
+           + " file(s) in its scratch copy, discarded: " + discarded[0]
+           + (discarded.size() > 1 ? ", ..." : "") + ")";
+    spdlog::warn("{}: the verifier is read-only; its changes were discarded: "
+                 "{}",
+                 st.job.task.id, discarded.size());
+  }
+  auto& v = st.verdict;
+  switch (v.kind) {
+    case review_kind::accepted: st.verified = true; return take_mail(self);
+    case review_kind::failed: return fail(self, "verifier: " + v.reason + note);
+    case review_kind::rejected: break;
+  }
+  turn_input repair;
+  repair.gate_result = "rejected by the verifier";
+  repair.gate_tail = v.reason;
+  repair.by_verifier = true;
+  repair_or_fail(self, "verifier rejected: " + v.reason + note,
+                 std::move(repair));
 }
 
 /// Asks the git service what the attempt brings and judges it.
@@ -360,10 +557,11 @@ void check(self_ptr self) {
         }
         if (!refused.empty())
           return fail(self, refused);
+        st.changed = std::move(report.paths);
         if (who == changed_by::worker)
           run_gate(self);
         else
-          take_mail(self);
+          after_gate(self);
       },
       [self](caf::error& err) {
         if (stopped(self))
@@ -515,12 +713,20 @@ void choose(self_ptr self) {
   st.backend = choice.backend;
   auto& s = st.settings;
   s.taskforce_binary = st.job.self_exe;
-  s.model = cfg.worker_model;
+  s.skills = cfg.worker_skills;
+  s.contract = cfg.worker_contract != "none";
   if (choice.backend == worker_backend::scripted) {
     s.script_file = cfg.script_file;
     if (!s.script_file.empty() && fs::path{s.script_file}.is_relative())
       s.script_file = (st.job.root / s.script_file).string();
   }
+  if (cfg.verifier_enabled)
+    try {
+      st.verifier
+        = load_agent_preset(verifier_preset_name(cfg), st.job.root.string());
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string{"run.verifierPreset: "} + e.what());
+    }
   if (choice.backend == worker_backend::agent) {
     s.preset = load_agent_preset(choice.preset, st.job.root.string());
     s.instructions = cfg.worker_instructions;
@@ -555,6 +761,8 @@ void helper_exited(self_ptr self, proc_exited exit) {
     turn_ended(self, exit);
   else if (was == phase::gate)
     gate_ended(self, exit);
+  else if (was == phase::verifier)
+    verifier_ended(self, exit);
 }
 
 } // namespace
@@ -593,7 +801,8 @@ caf::behavior worker(self_ptr self, worker_job job) {
       mail_arrived(self, {}, {});
     } else if (d.source == st.job.git.address() && st.now != phase::done) {
       // A request in flight would never be answered.
-      if (st.now == phase::leasing || st.now == phase::checking) {
+      if (st.now == phase::leasing || st.now == phase::checking
+          || st.now == phase::reviewing || st.now == phase::closing_review) {
         if (!stopped(self))
           fail(self, "the git service stopped: " + render(self, d.reason));
       }

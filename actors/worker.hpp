@@ -5,9 +5,13 @@
 // against the task's scope where it physically lies (HEAD must still be the
 // task's branch), runs the gate, steers a failed gate back to the backend as
 // a repair turn (up to `run.maxRepairs`, without counting an attempt),
-// checks again after the gate, hands mail that arrived meanwhile to the
-// backend as a message turn (then checks and gates again), and reports one
-// `attempt_outcome` to the orchestrator.
+// checks again after the gate, has the verifier review the work when
+// `run.verifierEnabled` (in a scratch copy the git service makes and
+// removes; a rejection is repaired like a failed gate, no verdict fails the
+// attempt), hands mail that arrived meanwhile to the backend as a message
+// turn (then checks, gates and verifies again), and reports one
+// `attempt_outcome` to the orchestrator. The task's model comes routed
+// (src/worker/model_route.hpp) in `worker_task::model`.
 //
 // It never blocks: processes run in detached helpers (actors/process.hpp)
 // whose start, output and exit arrive as messages; git and mail requests

@@ -92,6 +92,16 @@ using git_actor = caf::typed_actor<
   /// work is then pinned under refs/taskforce/kept/ and the task branch put
   /// back where the attempt began).
   caf::replies_to<changed_atom, scope_request>::with<scope_report>,
+  /// From a worker whose attempt passed its checks, with the paths it
+  /// changed: a scratch checkout with the task's work for the verifier;
+  /// answers its folder and the task's diff.
+  caf::replies_to<review_atom, scope_request,
+                  std::vector<std::string>>::with<std::string, std::string>,
+  /// From the worker when the verifier is done (with its log file): what
+  /// the verifier changed in the scratch (noted in the log); the scratch
+  /// is removed.
+  caf::replies_to<reviewed_atom, scope_request,
+                  std::string>::with<std::vector<std::string>>,
   /// From the orchestrator: commit, merge into the base, clean up.
   caf::replies_to<merge_atom, merge_request>::with<merge_outcome>,
   /// From the orchestrator: whether the task's branch is in the base

@@ -55,6 +55,9 @@ struct task_facts {
   caf::optional<token_usage> spent;
   /// A person approved the held task: the file's hold no longer applies.
   bool hold_lifted = false;
+  /// The model of the attempt this change opens ("" = the agent's own
+  /// default).
+  caf::optional<std::string> model;
 };
 
 /// One task state change, made durable before anyone acts on it; `to` is
@@ -299,7 +302,7 @@ template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, task_facts& x) {
   return f(caf::meta::type_name("taskforce.task_facts"), x.branch, x.worktree,
            x.merge_commit, x.gate_tail, x.session, x.conflict_paths,
-           x.exit_code, x.spent, x.hold_lifted);
+           x.exit_code, x.spent, x.hold_lifted, x.model);
 }
 
 template<class Inspector>
@@ -456,7 +459,7 @@ inline bool operator==(const task_facts& x, const task_facts& y) {
          && x.merge_commit == y.merge_commit && x.gate_tail == y.gate_tail
          && x.session == y.session && x.conflict_paths == y.conflict_paths
          && x.exit_code == y.exit_code && x.spent == y.spent
-         && x.hold_lifted == y.hold_lifted;
+         && x.hold_lifted == y.hold_lifted && x.model == y.model;
 }
 
 inline bool operator==(const task_transition& x, const task_transition& y) {

@@ -154,6 +154,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_ATOM(taskforce_run, taskforce, changed_atom, "changed")
   CAF_ADD_ATOM(taskforce_run, taskforce, snapshot_atom, "snapshot")
   CAF_ADD_ATOM(taskforce_run, taskforce, discard_atom, "discard")
+  CAF_ADD_ATOM(taskforce_run, taskforce, review_atom, "review")
+  CAF_ADD_ATOM(taskforce_run, taskforce, reviewed_atom, "reviewed")
   // Orchestrator protocol.
   CAF_ADD_ATOM(taskforce_run, taskforce, start_atom, "start")
   CAF_ADD_ATOM(taskforce_run, taskforce, pause_atom, "pause")

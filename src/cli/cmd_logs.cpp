@@ -8,6 +8,7 @@
 #include "src/cli/run_view.hpp"
 #include "src/cli/steer.hpp"
 #include "src/store/mailbox.hpp"
+#include "src/text/join.hpp"
 
 namespace fs = std::filesystem;
 
@@ -17,7 +18,7 @@ const char* logs_help
   = "usage: taskforce logs TASK [--run ID] [--json]\n\n"
     "Shows a task of the latest run (or --run ID): its state and reason,\n"
     "branch, worktree, merge commit, conflicting paths, the tail of its last\n"
-    "gate output, every attempt with its log files\n"
+    "gate output, every attempt with the model it ran on and its log files\n"
     "(.taskforce/logs/<run>/<task>/attempt-N/{worker,verify}.log), its mail\n"
     "(messages and answers sent down to it, delivered or not yet, and the\n"
     "reports its worker sent up with taskforce report), and every event,\n"
@@ -61,6 +62,32 @@ void print_mail(const store::mail_row& m) {
     std::cout << "    " << m.text.substr(start, end - start) << '\n';
     start = end + 1;
   }
+}
+
+/// The verifier's log next to `worker_log`, if it ran, and the changes it
+/// made in its scratch copy, which were discarded.
+void print_verifier(const fs::path& worker_log) {
+  auto path = worker_log.parent_path() / "verifier.log";
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return;
+  std::cout << "  " << path.string() << '\n';
+  std::string line;
+  bool listing = false;
+  std::vector<std::string> discarded;
+  while (std::getline(in, line)) {
+    if (line.rfind("taskforce: the verifier is read-only", 0) == 0) {
+      listing = true;
+      continue;
+    }
+    if (listing && line.rfind("  ", 0) == 0)
+      discarded.push_back(line.substr(2));
+    else
+      listing = false;
+  }
+  if (!discarded.empty())
+    std::cout << "  verifier changes discarded: " << join(discarded, ", ")
+              << '\n';
 }
 
 } // namespace
@@ -109,6 +136,8 @@ int run_logs_command(const std::vector<std::string>& argv,
       std::cout << " (exit " << *a.exit_code << ")";
     if (a.repairs > 0)
       std::cout << ", " << a.repairs << " repair(s)";
+    if (a.model)
+      std::cout << ", model " << *a.model;
     std::cout << '\n';
     for (auto* name : {&a.worker_log, &a.verify_log}) {
       if (name->empty())
@@ -118,6 +147,7 @@ int run_logs_command(const std::vector<std::string>& argv,
       if (fs::exists(path, ec))
         std::cout << "  " << path.string() << '\n';
     }
+    print_verifier(dir / a.worker_log);
   }
   if (!h->attempts.empty()) {
     auto& last = h->attempts.back();

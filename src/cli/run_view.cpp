@@ -168,6 +168,7 @@ std::string to_logs_json(const store::task_history& h,
     j["ended_ms"] = nullable(a.ended_ms);
     j["exit_code"] = nullable(a.exit_code);
     j["repairs"] = a.repairs;
+    j["model"] = nullable(a.model);
     j["worker_log"] = a.worker_log;
     j["verify_log"] = a.verify_log;
     attempts.push_back(std::move(j));

@@ -185,6 +185,9 @@ loaded_run load_run(const fs::path& root, const store::ledger& db,
     if (r.state != task_state::done)
       for (auto& a : attempts)
         m.invocations += 1 + static_cast<uint64_t>(std::max(0, a.repairs));
+    for (auto& a : attempts)
+      if (a.state == store::attempt_state::failed)
+        ++m.failed;
     out.memory.push_back(std::move(m));
     out.rows.push_back(r);
   }

@@ -28,6 +28,12 @@ struct task_memory {
   uint64_t attempt = 0;
   /// A person's answer waiting for the task's next attempt.
   std::string answer;
+  /// Failed attempts of the task in this run (across resumes): which
+  /// fallback model the next attempt runs on.
+  uint64_t failed = 0;
+  /// The model its latest attempt was started on ("" = the agent's own
+  /// default, or no agent).
+  std::string model;
 };
 
 /// The scheduler's rules for a run config: autoMerge false keeps passing

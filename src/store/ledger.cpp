@@ -129,6 +129,7 @@ void columns(attempt_row& a, F&& f) {
   f("input_tokens", a.usage.input_tokens);
   f("output_tokens", a.usage.output_tokens);
   f("cost_usd", a.usage.cost_usd);
+  f("model", a.model);
 }
 
 template<class F>
@@ -468,10 +469,14 @@ transition_result apply_transition(sqlite::connection& c,
     result.attempt_opened = true;
     auto dir = attempt_log_dir(run_id, task_id, number);
     auto st = c.use("INSERT INTO attempts (run_id, task_id, number, state, "
-                    "started_ms, worker_log, verify_log) "
-                    "VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6)");
+                    "started_ms, worker_log, verify_log, model) "
+                    "VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7)");
     st.bind(1, run_id).bind(2, task_id).bind(3, number).bind(4, now_ms);
     st.bind(5, dir + "/worker.log").bind(6, dir + "/verify.log");
+    std::optional<std::string> model;
+    if (change.attempt_model && !change.attempt_model->empty())
+      model = change.attempt_model;
+    st.bind(7, model);
     st.run();
   } else if (from == task_state::verifying && to == task_state::running
              && open) {

@@ -167,6 +167,8 @@ struct attempt_row {
   std::string worker_log;
   std::string verify_log;
   store::usage usage;
+  /// The model it ran on; nullopt = the agent's own default (or no agent).
+  std::optional<std::string> model;
 };
 
 /// One entry of the append-only event log.
@@ -263,6 +265,9 @@ struct task_change {
   std::optional<store::usage> usage;
   /// Stored on the attempt this change closes.
   std::optional<int> exit_code;
+  /// Stored on the attempt this change opens (attempts.model); empty or
+  /// unset = the agent's own default (NULL).
+  std::optional<std::string> attempt_model;
   /// A JSON object merged into the event's data; the ledger's own keys
   /// (`from`, `to`, `event`, `attempt`, `reason`, `exit_code` and the
   /// fields set) win over the caller's.

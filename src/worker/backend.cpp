@@ -49,7 +49,7 @@ void prepare_agent(worker_command& cmd, const worker_settings& settings,
   agent_values v;
   cmd.continues = continues_session(preset, round);
   if (cmd.continues) {
-    v.prompt = compose_follow_up(round.turn);
+    v.prompt = compose_follow_up(round.turn, settings.contract);
     v.session = round.session;
   } else {
     prompt_request r;
@@ -59,12 +59,14 @@ void prepare_agent(worker_command& cmd, const worker_settings& settings,
     r.files = task.files;
     r.verify = task.verify;
     r.contract = settings.contract;
+    r.skills = settings.skills;
     r.instructions = settings.instructions;
     r.instructions_file_text = settings.instructions_file_text;
     if (round.turn.kind == turn_kind::repair) {
       r.repair_round = round.turn.repair_round;
       r.gate_result = round.turn.gate_result;
       r.gate_tail = round.turn.gate_tail;
+      r.by_verifier = round.turn.by_verifier;
     }
     r.answers = round.turn.answers;
     r.messages = round.turn.messages;
@@ -76,7 +78,7 @@ void prepare_agent(worker_command& cmd, const worker_settings& settings,
       v.session = round.worktree;
   }
   v.prompt_file = round.prompt_file;
-  v.model = task.model.empty() ? settings.model : task.model;
+  v.model = task.model;
   v.worktree = round.worktree;
   v.task_id = task.id;
   v.title = task.title;

@@ -45,7 +45,8 @@ struct worker_task {
   std::string run;
   /// The gate command, mentioned in the prompt.
   std::string verify;
-  /// The task's `model:`; empty = the run's.
+  /// The model the attempt runs on, as route_model chose it
+  /// (src/worker/model_route.hpp); empty = the agent's own default.
   std::string model;
 };
 
@@ -57,13 +58,14 @@ struct worker_settings {
   std::string script_file;
   /// The loaded preset, for `agent`.
   std::optional<agent_preset> preset;
-  /// `run.workerModel`.
-  std::string model;
   /// `run.workerInstructions`.
   std::string instructions;
   /// The contents of `run.workerInstructionsFile`.
   std::string instructions_file_text;
-  /// Include the worker contract in prompts.
+  /// `run.workerSkills`.
+  std::vector<std::string> skills;
+  /// Include the worker contract in prompts (`run.workerContract`:
+  /// generic).
   bool contract = true;
 };
 

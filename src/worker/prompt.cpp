@@ -58,7 +58,17 @@ std::string quoted_list(const std::vector<std::string>& texts) {
 }
 
 std::string repair_section(int round, const std::string& result,
-                           const std::string& gate_tail) {
+                           const std::string& gate_tail, bool by_verifier) {
+  if (by_verifier) {
+    auto reason = trimmed(gate_tail);
+    auto fence = fence_for(reason);
+    return "## Repair (round " + std::to_string(round)
+           + ")\n\nYour changes are still in the working tree, and the "
+             "verification command passed, but an independent reviewer "
+             "rejected the work:\n\n"
+           + fence + "text\n" + reason + "\n" + fence
+           + "\n\nFix the cause in place, then report again.\n\n";
+  }
   auto tail = tail_of(gate_tail, max_prompt_gate_tail);
   auto fence = fence_for(tail);
   std::ostringstream out;
@@ -87,6 +97,19 @@ std::string mail_sections(const std::vector<std::string>& answers,
            + quoted_list(messages)
            + "Take them into account, then report again.\n\n";
   return out;
+}
+
+std::string skills_section(const std::vector<std::string>& skills) {
+  std::string out;
+  for (auto& s : skills) {
+    auto skill = trimmed(s);
+    if (!skill.empty())
+      out += "- " + skill + "\n";
+  }
+  if (out.empty())
+    return out;
+  return "## Skills\n\nUse these skills while you work on the task:\n\n" + out
+         + "\n";
 }
 
 std::string without_trailing_blank_lines(std::string text) {
@@ -148,10 +171,12 @@ std::string compose_prompt(const prompt_request& r) {
     out << "## Previous attempt\n\nAn earlier attempt at this task failed: "
         << trimmed(r.previous_failure) << "\n\n";
   if (r.repair_round > 0)
-    out << repair_section(r.repair_round, r.gate_result, r.gate_tail);
+    out << repair_section(r.repair_round, r.gate_result, r.gate_tail,
+                          r.by_verifier);
   out << mail_sections(r.answers, r.messages);
   if (r.contract)
     out << worker_contract_text() << '\n';
+  out << skills_section(r.skills);
   auto extra = trimmed(r.instructions);
   auto file_extra = trimmed(r.instructions_file_text);
   if (!extra.empty() || !file_extra.empty()) {
@@ -164,13 +189,18 @@ std::string compose_prompt(const prompt_request& r) {
   return without_trailing_blank_lines(out.str());
 }
 
-std::string compose_follow_up(const turn_input& turn) {
+std::string compose_follow_up(const turn_input& turn, bool contract) {
   std::string out;
   if (turn.kind == turn_kind::repair)
-    out += repair_section(turn.repair_round, turn.gate_result, turn.gate_tail);
+    out += repair_section(turn.repair_round, turn.gate_result, turn.gate_tail,
+                          turn.by_verifier);
   out += mail_sections(turn.answers, turn.messages);
   // No marker and no JSON here: an agent that echoes this prompt and
   // stops must not pass it off as its report.
+  if (!contract) {
+    out += "When you are finished, report again as your instructions ask.\n";
+    return without_trailing_blank_lines(out);
+  }
   out += "When you are finished, end your final message with your report "
          "exactly as the task's instructions asked at the start: the fenced "
          "JSON block with status done or blocked, summary and files, as the "

@@ -27,6 +27,8 @@ struct prompt_request {
   /// Include the worker contract (`workerContract: generic`); false for
   /// `none`.
   bool contract = true;
+  /// `run.workerSkills`: skills the worker is told to use, in order.
+  std::vector<std::string> skills;
   /// `run.workerInstructions`.
   std::string instructions;
   /// The contents of `run.workerInstructionsFile` (see
@@ -36,8 +38,10 @@ struct prompt_request {
   int repair_round = 0;
   /// On a repair: how the gate ended ("exit 1", "timed out after 600000 ms").
   std::string gate_result;
-  /// On a repair: the end of the gate's output.
+  /// On a repair: the end of the gate's output (the verifier's reason).
   std::string gate_tail;
+  /// On a repair: the verifier rejected the work (not the gate).
+  bool by_verifier = false;
   /// On a retry (a new attempt): why the previous attempt failed; empty on
   /// the first attempt.
   std::string previous_failure;
@@ -55,8 +59,9 @@ std::string compose_prompt(const prompt_request& request);
 
 /// The next prompt to an agent that continues its own session: only what
 /// the turn adds (the gate's failure, the answer, the messages) and the
-/// reminder to report again.
-std::string compose_follow_up(const turn_input& turn);
+/// reminder to report again (in the contract's words, or, without the
+/// built-in contract, as the worker's own instructions ask).
+std::string compose_follow_up(const turn_input& turn, bool contract = true);
 
 /// The worker contract on its own: how to report (the fenced JSON block,
 /// the markers).

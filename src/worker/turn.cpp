@@ -8,13 +8,14 @@ const char* to_string(turn_kind x) {
     case turn_kind::repair: return "repair";
     case turn_kind::answer: return "answer";
     case turn_kind::message: return "message";
+    case turn_kind::verify: return "verify";
   }
   return "start";
 }
 
 std::optional<turn_kind> parse_turn_kind(std::string_view name) {
   for (auto k : {turn_kind::start, turn_kind::repair, turn_kind::answer,
-                 turn_kind::message})
+                 turn_kind::message, turn_kind::verify})
     if (name == to_string(k))
       return k;
   return std::nullopt;
@@ -29,7 +30,9 @@ std::string turn_text(const turn_input& turn) {
       out += out.back() == '\n' ? "\n" : "\n\n";
     out += part;
   };
-  if (turn.kind == turn_kind::repair)
+  if (turn.kind == turn_kind::repair && turn.by_verifier)
+    add("the verifier rejected the work\n" + turn.gate_tail);
+  else if (turn.kind == turn_kind::repair)
     add("the gate failed"
         + (turn.gate_result.empty() ? "" : " (" + turn.gate_result + ")") + "\n"
         + turn.gate_tail);

@@ -1,10 +1,11 @@
 // Turns: the times a worker runs within one attempt. The first is `start`
 // (or `answer` when a person's answer waits for the task); a failed gate
 // sends the worker a `repair` turn, mail that arrived while it worked a
-// `message` turn. Every worker and gate process learns which turn it serves
-// from its environment; a turn after the first also has a text (the gate's
-// failure, the answer, the messages), given on standard input to a shell
-// worker and as the next prompt to an agent.
+// `message` turn; a rejection by the verifier is repaired like a failed
+// gate. The verifier's own run is a `verify` turn. Every worker and gate
+// process learns which turn it serves from its environment; a turn after the
+// first also has a text (the gate's failure, the answer, the messages), given
+// on standard input to a shell worker and as the next prompt to an agent.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +27,11 @@ enum class turn_kind : uint8_t {
   answer,
   /// Messages arrived for the task.
   message,
+  /// The verifier inspects the work (its own run, not the worker's).
+  verify,
 };
 
-/// "start", "repair", "answer" or "message".
+/// "start", "repair", "answer", "message" or "verify".
 const char* to_string(turn_kind x);
 
 /// The turn named `name`, if any.
@@ -42,8 +45,11 @@ struct turn_input {
   int repair_round = 0;
   /// repair: how the gate ended ("exit 1").
   std::string gate_result;
-  /// repair: the end of the gate's output.
+  /// repair: the end of the gate's output (the verifier's reason, when it
+  /// rejected the work).
   std::string gate_tail;
+  /// repair: the verifier rejected the work (not the gate).
+  bool by_verifier = false;
   /// The person's answers, oldest first.
   std::vector<std::string> answers;
   /// The messages sent to the task, oldest first.

@@ -229,6 +229,13 @@ inline git_actor::behavior_type fake_git(std::shared_ptr<git_book> book) {
         return it->second;
       return merge_outcome{run::merge_end::not_merged, "", {}, ""};
     },
+    [](review_atom, scope_request&, std::vector<std::string>&) {
+      return caf::result<std::string, std::string>{std::string{},
+                                                   std::string{}};
+    },
+    [](reviewed_atom, scope_request&, std::string&) {
+      return std::vector<std::string>{};
+    },
     [](discard_atom, std::string&, std::string&) {
       return true;
     },

@@ -41,6 +41,13 @@ git_actor::behavior_type fake_git(std::string worktree) {
     [](check_atom, merge_request&) {
       return merge_outcome{};
     },
+    [](review_atom, scope_request&, std::vector<std::string>&) {
+      return caf::result<std::string, std::string>{std::string{},
+                                                   std::string{}};
+    },
+    [](reviewed_atom, scope_request&, std::string&) {
+      return std::vector<std::string>{};
+    },
     [](discard_atom, std::string&, std::string&) {
       return true;
     },

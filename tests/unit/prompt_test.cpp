@@ -164,3 +164,58 @@ CAF_TEST(a follow up carries only the turn and never passes for a report) {
   CAF_CHECK(p.rfind("## The answer to your question", 0) == 0);
   CAF_CHECK(read_report(p).none());
 }
+
+CAF_TEST(skills are listed after the contract and before the instructions) {
+  auto r = sample();
+  r.skills = {"test-driven-development", "  ", " git-hygiene\n"};
+  auto p = compose_prompt(r);
+  auto contract = at(p, "## How to report\n");
+  auto skills = at(p, "## Skills\n\nUse these skills while you work on the "
+                      "task:\n\n- test-driven-development\n- git-hygiene\n\n");
+  auto instructions = at(p, "## Instructions\n");
+  CAF_CHECK_LESS(contract, skills);
+  CAF_CHECK_LESS(skills, instructions);
+  // No skills, no section.
+  CAF_CHECK(compose_prompt(sample()).find("## Skills") == std::string::npos);
+  r.skills = {" ", ""};
+  CAF_CHECK(compose_prompt(r).find("## Skills") == std::string::npos);
+}
+
+CAF_TEST(without the contract neither prompt names the report format) {
+  auto r = sample();
+  r.contract = false;
+  auto p = compose_prompt(r);
+  CAF_CHECK(p.find("## How to report") == std::string::npos);
+  CAF_CHECK(p.find("```json") == std::string::npos);
+  turn_input t;
+  t.kind = turn_kind::repair;
+  t.repair_round = 1;
+  t.gate_result = "exit 1";
+  t.gate_tail = "boom\n";
+  auto f = compose_follow_up(t, false);
+  CAF_CHECK(f.find("JSON") == std::string::npos);
+  CAF_CHECK(f.find("report again as your instructions ask")
+            != std::string::npos);
+  CAF_CHECK(compose_follow_up(t).find("JSON") != std::string::npos);
+}
+
+CAF_TEST(a rejection by the verifier is quoted as its reason) {
+  auto r = sample();
+  r.repair_round = 1;
+  r.gate_result = "rejected by the verifier";
+  r.gate_tail = "the cache never expires ``` really";
+  r.by_verifier = true;
+  auto p = compose_prompt(r);
+  at(p, "## Repair (round 1)\n\nYour changes are still in the working tree, "
+        "and the verification command passed, but an independent reviewer "
+        "rejected the work:\n\n````text\nthe cache never expires ``` "
+        "really\n````\n");
+  CAF_CHECK(p.find("verification command failed") == std::string::npos);
+  turn_input t;
+  t.kind = turn_kind::repair;
+  t.repair_round = 1;
+  t.gate_tail = "the cache never expires";
+  t.by_verifier = true;
+  CAF_CHECK_EQUAL(turn_text(t),
+                  "the verifier rejected the work\nthe cache never expires\n");
+}

@@ -119,7 +119,6 @@ CAF_TEST(the scripted backend runs the hidden command with the invocation) {
 CAF_TEST(the agent backend composes the prompt and expands the preset) {
   worker_settings s;
   s.preset = load_agent_preset("aider", "");
-  s.model = "run/model";
   s.instructions = "Be brief.";
   worker_round round;
   round.worktree = "/wt/t4";
@@ -132,7 +131,8 @@ CAF_TEST(the agent backend composes the prompt and expands the preset) {
   auto cmd = prepare_worker_command(worker_backend::agent, s, task(), round);
   CAF_CHECK_EQUAL(cmd.argv[0], "aider");
   CAF_CHECK_EQUAL(cmd.argv[2], "/logs/t4/attempt-1/prompt.md");
-  CAF_CHECK_EQUAL(cmd.argv[4], "run/model");
+  // No model routed: the optional --model group is left out.
+  CAF_CHECK_EQUAL(cmd.argv[3], "--yes-always");
   CAF_CHECK_EQUAL(cmd.argv.back(), "docs/cache.md");
   // aider cannot continue: a fresh run with the whole prompt.
   CAF_CHECK(!cmd.continues);
