@@ -1,6 +1,7 @@
 #include "actors/worker.hpp"
 
 #include <memory>
+#include <utility>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -93,6 +94,9 @@ struct worker_state {
   uint64_t gates = 0;
   /// Who changed the checkout last: what the next check is after.
   changed_by last_change = changed_by::worker;
+  /// The usage of turns not yet sent to the orchestrator (with the
+  /// verifying progress, or the outcome).
+  std::vector<turn_spent> unsent;
 
   // -- the process helper -----------------------------------------------------
 
@@ -116,6 +120,9 @@ void progress(self_ptr self, attempt_phase p, std::string detail) {
   msg.detail = std::move(detail);
   msg.worktree = st.out.worktree;
   msg.branch = st.out.branch;
+  // The turn that ended in verifying: its usage is recorded with that move.
+  if (p == attempt_phase::verifying)
+    msg.spent = std::exchange(st.unsent, {});
   self->send(st.job.orchestrator, progress_atom::value, std::move(msg));
 }
 
@@ -133,6 +140,7 @@ void finish(self_ptr self, run::attempt_end end, std::string reason) {
   st.out.end = end;
   st.out.reason = std::move(reason);
   st.out.session = st.session;
+  st.out.spent = std::exchange(st.unsent, {});
   self->send(st.job.orchestrator, outcome_atom::value, st.out);
   self->quit();
 }
@@ -293,10 +301,16 @@ void turn_ended(self_ptr self, const proc_exited& exit) {
   r.tail = exit.tail;
   auto v = judge_worker(st.backend, r, reading);
   if (v.report && v.report->usage) {
-    st.out.spent.input_tokens += v.report->usage->input_tokens;
-    st.out.spent.output_tokens += v.report->usage->output_tokens;
-    st.out.spent.cost_usd += v.report->usage->cost_usd;
+    auto& u = *v.report->usage;
+    st.unsent.push_back(
+      turn_spent{st.out.turns,
+                 to_string(st.turn.kind),
+                 {u.input_tokens, u.output_tokens, u.cost_usd}});
   }
+  if (v.report)
+    for (auto& w : v.report->warnings)
+      spdlog::warn("{}: the report of turn {}: {}", st.job.task.id,
+                   st.out.turns, w);
   if (v.kind == verdict_kind::blocked)
     return finish(self, run::attempt_end::blocked, v.reason);
   if (v.kind == verdict_kind::failed)
