@@ -8,6 +8,7 @@
 #include "src/cli/live_table.hpp"
 #include "src/cli/run_view.hpp"
 #include "src/cli/steer.hpp"
+#include "src/run/budget.hpp"
 #include "src/store/mailbox.hpp"
 
 namespace taskforce::cli {
@@ -31,8 +32,9 @@ const char* status_help
 
 const char* list_help
   = "usage: taskforce list [--json]\n\n"
-    "One line per run of the repository, newest first: id, file, state and\n"
-    "its tasks counted by state.\n";
+    "One line per run of the repository, newest first: id, file, state,\n"
+    "its tasks counted by state, and the tokens and cost its workers\n"
+    "reported.\n";
 
 namespace {
 
@@ -189,6 +191,10 @@ int run_list_command(const std::vector<std::string>& argv,
       std::cout << ' ' << n << ' ' << to_string(state);
     if (r.run.reason)
       std::cout << "  (" << *r.run.reason << ')';
+    if (auto& u = r.usage;
+        u.input_tokens > 0 || u.output_tokens > 0 || u.cost_usd > 0)
+      std::cout << "  " << u.input_tokens + u.output_tokens << " tokens, "
+                << run::format_cost(u.cost_usd);
     std::cout << '\n';
   }
   return exit_ok;

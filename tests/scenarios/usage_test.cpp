@@ -174,6 +174,7 @@ CAF_TEST(usage is recorded per attempt and turn and shown by status) {
   // attempts 1, repairs 1, exit 0, 320 tokens, $0.0200
   CAF_CHECK(contains(t1, " 1         1        0     320         $0.0200"));
   CAF_CHECK(contains(human.output, "wall time "));
+  CAF_CHECK(contains(s.tf({"list"}).output, "480 tokens, $0.0300"));
   // The end of the run showed the same job log.
   CAF_CHECK(contains(r.output, "TASK  START"));
   CAF_CHECK(contains(r.output, "usage: 480 tokens"));

@@ -777,6 +777,12 @@ spend cost(double usd, uint64_t in = 0, uint64_t out = 0) {
   return s;
 }
 
+task_record in_state(task_state s) {
+  task_record r;
+  r.state = s;
+  return r;
+}
+
 /// Task `id` passes and is merged.
 void pass(scheduler& s, const char* id) {
   auto i = at(s, id);
@@ -861,7 +867,7 @@ CAF_TEST(a run resumed over its budget starts nothing) {
   r.budget.max_cost_usd = 1;
   auto s = make_scheduler(
     {make("a", {"a"}), make("b", {"b"})}, r,
-    {task_record{task_state::done}, task_record{task_state::failed}});
+    {in_state(task_state::done), in_state(task_state::failed)});
   s.spent(cost(1.5)); // the ledger's total at load
   auto d = s.start();
   d += s.next();
@@ -874,7 +880,7 @@ CAF_TEST(a run resumed over its budget starts nothing) {
   r.budget.max_cost_usd = 2;
   auto raised = make_scheduler(
     {make("a", {"a"}), make("b", {"b"})}, r,
-    {task_record{task_state::done}, task_record{task_state::failed}});
+    {in_state(task_state::done), in_state(task_state::failed)});
   raised.spent(cost(1.5));
   raised.start();
   CAF_CHECK_EQUAL(launched(raised, raised.next()), ids{"b"});
