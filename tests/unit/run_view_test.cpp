@@ -73,7 +73,10 @@ CAF_TEST(status json gives the reason of every state that has one) {
   std::vector<std::string> keys;
   for (auto& [k, v] : ts[0].items())
     keys.push_back(k);
-  CAF_CHECK_EQUAL(keys.size(), 6u);
+  CAF_CHECK_EQUAL(keys,
+                  (std::vector<std::string>{"id", "state", "attempts", "branch",
+                                            "merge_commit", "reason", "usage"}));
+  CAF_CHECK_EQUAL(ts[0]["usage"]["input_tokens"], 0);
 }
 
 CAF_TEST(a failed task keeps the end of a huge single line output) {
