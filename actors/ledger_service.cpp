@@ -1,5 +1,7 @@
 #include "actors/ledger_service.hpp"
 
+#include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <variant>
@@ -27,6 +29,14 @@ store::task_fields to_store_fields(const task_facts& facts) {
   return f;
 }
 
+namespace {
+
+int64_t to_int64(uint64_t x) {
+  return static_cast<int64_t>(std::min<uint64_t>(x, INT64_MAX));
+}
+
+} // namespace
+
 store::task_change to_store_change(const task_transition& tr) {
   store::task_change change;
   change.to = tr.to;
@@ -34,11 +44,11 @@ store::task_change to_store_change(const task_transition& tr) {
   if (!tr.reason.empty())
     change.reason = tr.reason;
   change.fields = to_store_fields(tr.facts);
-  if (auto& u = tr.facts.spent;
-      u && (u->input_tokens != 0 || u->output_tokens != 0 || u->cost_usd != 0))
-    change.usage
-      = store::usage{static_cast<int64_t>(u->input_tokens),
-                     static_cast<int64_t>(u->output_tokens), u->cost_usd};
+  for (auto& t : tr.facts.spent)
+    change.turns.push_back(store::turn_spend{
+      static_cast<int>(std::min<uint64_t>(t.turn, INT32_MAX)), t.kind,
+      store::usage{to_int64(t.usage.input_tokens),
+                   to_int64(t.usage.output_tokens), t.usage.cost_usd}});
   if (tr.facts.model)
     change.attempt_model = *tr.facts.model;
   if (tr.facts.exit_code && *tr.facts.exit_code >= 0)

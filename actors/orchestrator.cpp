@@ -146,7 +146,8 @@ caf::actor as_actor(self_ptr self) {
 // -- telling the watcher ------------------------------------------------------
 
 void emit_task(self_ptr self, size_t i, task_state state,
-               const std::string& why) {
+               const std::string& why,
+               const std::vector<turn_spent>& spent = {}) {
   auto& st = self->state;
   if (!st.setup.watcher)
     return;
@@ -158,6 +159,11 @@ void emit_task(self_ptr self, size_t i, task_state state,
   ev.state = state;
   ev.attempt = st.memory[i].attempt;
   ev.reason = why;
+  for (auto& t : spent) {
+    ev.spent.input_tokens += t.usage.input_tokens;
+    ev.spent.output_tokens += t.usage.output_tokens;
+    ev.spent.cost_usd += t.usage.cost_usd;
+  }
   caf::anon_send(st.setup.watcher, std::move(ev));
 }
 
@@ -543,7 +549,8 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
   for (size_t k = 0; k < changes.size(); ++k) {
     auto& p = changes[k];
     if (answer.acks[k].durable) {
-      emit_task(self, p.change.task, p.change.to, p.change.reason);
+      emit_task(self, p.change.task, p.change.to, p.change.reason,
+                p.facts.spent);
       acknowledged(p.wait, p.change, caf::error{});
     } else {
       acknowledged(
@@ -703,6 +710,14 @@ std::optional<size_t> worker_task(self_ptr self, const std::string& task_id,
   return i;
 }
 
+/// Usage a worker reported: the scheduler counts it towards the budget
+/// before it decides on the event that brought it.
+void count_spent(self_ptr self, const std::vector<turn_spent>& turns) {
+  for (auto& t : turns)
+    sched(self).spent(run::spend{t.usage.input_tokens, t.usage.output_tokens,
+                                 t.usage.cost_usd});
+}
+
 void on_outcome(self_ptr self, attempt_outcome& o) {
   auto& st = self->state;
   auto i = worker_task(self, o.task_id, o.attempt);
@@ -723,9 +738,8 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
     facts.gate_tail = o.tail;
   if (o.exit_code >= 0)
     facts.exit_code = o.exit_code;
-  if (o.spent.input_tokens != 0 || o.spent.output_tokens != 0
-      || o.spent.cost_usd != 0)
-    facts.spent = o.spent;
+  facts.spent = o.spent;
+  count_spent(self, o.spent);
   if (o.end == run::attempt_end::failed) {
     m.previous_failure = o.reason;
     ++m.failed;
@@ -759,9 +773,15 @@ void on_progress(self_ptr self, attempt_progress& p) {
               });
       return;
     }
-    case attempt_phase::verifying:
-      step(self, sched(self).worker_phase(*i, task_event::work_done, p.detail));
+    case attempt_phase::verifying: {
+      // The usage of the turn that ended goes with its move to verifying.
+      task_facts facts;
+      facts.spent = p.spent;
+      count_spent(self, p.spent);
+      step(self, sched(self).worker_phase(*i, task_event::work_done, p.detail),
+           annotation{*i, std::move(facts), nullptr});
       return;
+    }
     case attempt_phase::repairing:
       step(self, sched(self).worker_phase(*i, task_event::repair, p.detail));
       return;
@@ -949,6 +969,7 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
   auto records = std::move(st.setup.records);
   records.resize(st.setup.graph.size());
   st.sched.emplace(st.setup.graph, std::move(records), st.setup.rules);
+  st.sched->spent(st.setup.spent);
   st.memory = std::move(st.setup.memory);
   st.memory.resize(st.sched->size());
   st.last_change.resize(st.sched->size());

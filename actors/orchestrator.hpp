@@ -129,6 +129,9 @@ struct orchestrator_setup {
   std::vector<run::task_record> records;
   /// One per task (or none: empty memories).
   std::vector<task_memory> memory;
+  /// The run's usage so far, as the ledger has it (the budget counts from
+  /// it).
+  run::spend spent;
   /// The ledger service.
   ledger_actor ledger;
   /// The git service.

@@ -97,6 +97,7 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   os.graph = run.loaded.graph;
   os.records = run.loaded.records;
   os.memory = run.loaded.memory;
+  os.spent = run.loaded.spent;
   os.ledger = m.ledger;
   os.git = m.git;
   os.watcher = m.opts.watcher;

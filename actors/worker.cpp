@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <utility>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -103,6 +104,9 @@ struct worker_state {
   uint64_t gates = 0;
   /// Who changed the checkout last: what the next check is after.
   changed_by last_change = changed_by::worker;
+  /// The usage of turns not yet sent to the orchestrator (with the
+  /// verifying progress, or the outcome).
+  std::vector<turn_spent> unsent;
 
   // -- the verifier -----------------------------------------------------------
 
@@ -139,6 +143,9 @@ void progress(self_ptr self, attempt_phase p, std::string detail) {
   msg.detail = std::move(detail);
   msg.worktree = st.out.worktree;
   msg.branch = st.out.branch;
+  // The turn that ended in verifying: its usage is recorded with that move.
+  if (p == attempt_phase::verifying)
+    msg.spent = std::exchange(st.unsent, {});
   self->send(st.job.orchestrator, progress_atom::value, std::move(msg));
 }
 
@@ -156,6 +163,7 @@ void finish(self_ptr self, run::attempt_end end, std::string reason) {
   st.out.end = end;
   st.out.reason = std::move(reason);
   st.out.session = st.session;
+  st.out.spent = std::exchange(st.unsent, {});
   self->send(st.job.orchestrator, outcome_atom::value, st.out);
   self->quit();
 }
@@ -322,10 +330,16 @@ void turn_ended(self_ptr self, const proc_exited& exit) {
   r.tail = exit.tail;
   auto v = judge_worker(st.backend, r, reading);
   if (v.report && v.report->usage) {
-    st.out.spent.input_tokens += v.report->usage->input_tokens;
-    st.out.spent.output_tokens += v.report->usage->output_tokens;
-    st.out.spent.cost_usd += v.report->usage->cost_usd;
+    auto& u = *v.report->usage;
+    st.unsent.push_back(
+      turn_spent{st.out.turns + st.reviews,
+                 to_string(st.turn.kind),
+                 {u.input_tokens, u.output_tokens, u.cost_usd}});
   }
+  if (v.report)
+    for (auto& w : v.report->warnings)
+      spdlog::warn("{}: the report of turn {}: {}", st.job.task.id,
+                   st.out.turns, w);
   if (v.kind == verdict_kind::blocked)
     return finish(self, run::attempt_end::blocked, v.reason);
   if (v.kind == verdict_kind::failed)
@@ -478,11 +492,12 @@ void verifier_ended(self_ptr self, const proc_exited& exit) {
     r.tail = exit.tail;
     st.verdict = judge_review(r, read_report(exit.tail));
   }
-  if (auto& u = st.verdict.usage) {
-    st.out.spent.input_tokens += u->input_tokens;
-    st.out.spent.output_tokens += u->output_tokens;
-    st.out.spent.cost_usd += u->cost_usd;
-  }
+  // Numbered with the worker's turns: the attempt's runs in order.
+  if (auto& u = st.verdict.usage)
+    st.unsent.push_back(turn_spent{st.out.turns + st.reviews,
+                                   "verify",
+                                   {u->input_tokens, u->output_tokens,
+                                    u->cost_usd}});
   st.now = phase::closing_review;
   self
     ->request(st.job.git, caf::infinite, reviewed_atom::value,

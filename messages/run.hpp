@@ -33,6 +33,16 @@ struct token_usage {
   double cost_usd = 0;
 };
 
+/// The usage one turn of an attempt reported.
+struct turn_spent {
+  /// 1 for the attempt's first turn; its repairs, answers and messages
+  /// follow.
+  uint64_t turn = 0;
+  /// start, repair, answer, message or verify.
+  std::string kind;
+  token_usage usage;
+};
+
 /// Typed task columns set together with a change (or alone, task_update).
 /// A field without a value leaves the column as it is.
 struct task_facts {
@@ -51,8 +61,9 @@ struct task_facts {
   caf::optional<std::vector<std::string>> conflict_paths;
   /// The exit code of the attempt this change closes.
   caf::optional<int64_t> exit_code;
-  /// Usage added to the attempt this change continues or closes.
-  caf::optional<token_usage> spent;
+  /// The usage of the turns that ended with this change (recorded per
+  /// turn and added to the attempt it continues or closes).
+  std::vector<turn_spent> spent;
   /// A person approved the held task: the file's hold no longer applies.
   bool hold_lifted = false;
   /// The model of the attempt this change opens ("" = the agent's own
@@ -218,6 +229,8 @@ struct attempt_progress {
   /// Set when leased.
   std::string worktree;
   std::string branch;
+  /// verifying: the usage the turn that just ended reported.
+  std::vector<turn_spent> spent;
 };
 
 /// A worker's final word to the orchestrator.
@@ -239,8 +252,9 @@ struct attempt_outcome {
   uint64_t repairs = 0;
   /// Turns the backend ran in this attempt (repairs included).
   uint64_t turns = 0;
-  /// Usage reported by the worker over the attempt.
-  token_usage spent;
+  /// The usage of the turns no progress carried yet (the last turn's, when
+  /// it did not end in verifying).
+  std::vector<turn_spent> spent;
 };
 
 // -- watchers -----------------------------------------------------------------
@@ -259,6 +273,8 @@ struct run_event {
   run_state run = run_state::running;
   uint64_t attempt = 0;
   std::string reason;
+  /// The usage recorded with this change (turns that ended with it).
+  token_usage spent;
 };
 
 /// The state's name of an event: the task's, or the run's.
@@ -296,6 +312,12 @@ template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, token_usage& x) {
   return f(caf::meta::type_name("taskforce.token_usage"), x.input_tokens,
            x.output_tokens, x.cost_usd);
+}
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, turn_spent& x) {
+  return f(caf::meta::type_name("taskforce.turn_spent"), x.turn, x.kind,
+           x.usage);
 }
 
 template<class Inspector>
@@ -378,7 +400,7 @@ typename Inspector::result_type inspect(Inspector& f, merge_outcome& x) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, attempt_progress& x) {
   return f(caf::meta::type_name("taskforce.attempt_progress"), x.task_id,
-           x.attempt, x.phase, x.detail, x.worktree, x.branch);
+           x.attempt, x.phase, x.detail, x.worktree, x.branch, x.spent);
 }
 
 template<class Inspector>
@@ -391,7 +413,7 @@ typename Inspector::result_type inspect(Inspector& f, attempt_outcome& x) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, run_event& x) {
   return f(caf::meta::type_name("taskforce.run_event"), x.time_ms, x.run_id,
-           x.task_id, x.title, x.state, x.run, x.attempt, x.reason);
+           x.task_id, x.title, x.state, x.run, x.attempt, x.reason, x.spent);
 }
 
 template<class Inspector>
@@ -454,6 +476,10 @@ inline bool operator==(const token_usage& x, const token_usage& y) {
          && x.cost_usd == y.cost_usd;
 }
 
+inline bool operator==(const turn_spent& x, const turn_spent& y) {
+  return x.turn == y.turn && x.kind == y.kind && x.usage == y.usage;
+}
+
 inline bool operator==(const task_facts& x, const task_facts& y) {
   return x.branch == y.branch && x.worktree == y.worktree
          && x.merge_commit == y.merge_commit && x.gate_tail == y.gate_tail
@@ -501,7 +527,7 @@ inline bool operator==(const merge_outcome& x, const merge_outcome& y) {
 inline bool operator==(const attempt_progress& x, const attempt_progress& y) {
   return x.task_id == y.task_id && x.attempt == y.attempt && x.phase == y.phase
          && x.detail == y.detail && x.worktree == y.worktree
-         && x.branch == y.branch;
+         && x.branch == y.branch && x.spent == y.spent;
 }
 
 inline bool operator==(const attempt_outcome& x, const attempt_outcome& y) {

@@ -35,6 +35,7 @@ enum class attempt_phase : uint8_t;
 enum class turn_kind : uint8_t;
 struct task_spec;
 struct token_usage;
+struct turn_spent;
 struct task_facts;
 struct task_transition;
 struct transition_batch;
@@ -124,6 +125,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(taskforce_run, caf::id_block::taskforce::end)
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::turn_kind))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_spec))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::token_usage))
+  CAF_ADD_TYPE_ID(taskforce_run, (taskforce::turn_spent))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_facts))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::task_transition))
   CAF_ADD_TYPE_ID(taskforce_run, (taskforce::transition_batch))

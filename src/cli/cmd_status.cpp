@@ -8,6 +8,7 @@
 #include "src/cli/live_table.hpp"
 #include "src/cli/run_view.hpp"
 #include "src/cli/steer.hpp"
+#include "src/run/budget.hpp"
 #include "src/store/mailbox.hpp"
 
 namespace taskforce::cli {
@@ -19,17 +20,21 @@ const char* status_help
     "and reason: the question of a blocked worker, the hold line of a held\n"
     "task, why a task in review awaits approval, the last lines of the\n"
     "output that failed a task. Below the table, the tasks waiting on you\n"
-    "and the command each one needs. Works while another process drives\n"
-    "the run. --json prints one object:\n"
-    "  {\"run\": {\"id\", \"file\", \"state\", \"reason\"},\n"
+    "and the command each one needs. Then the tokens and cost workers\n"
+    "reported, and the job log: per task its start, duration, attempts,\n"
+    "repairs, last exit code, tokens and cost, and the run's wall time.\n"
+    "Works while another process drives the run. --json prints one object:\n"
+    "  {\"run\": {\"id\", \"file\", \"state\", \"reason\", \"usage\"},\n"
     "   \"tasks\": [{\"id\", \"state\", \"attempts\", \"branch\", "
     "\"merge_commit\",\n"
-    "              \"reason\"}]}\n";
+    "              \"reason\", \"usage\"}]}\n"
+    "each usage {\"input_tokens\", \"output_tokens\", \"cost_usd\"}.\n";
 
 const char* list_help
   = "usage: taskforce list [--json]\n\n"
-    "One line per run of the repository, newest first: id, file, state and\n"
-    "its tasks counted by state.\n";
+    "One line per run of the repository, newest first: id, file, state,\n"
+    "its tasks counted by state, and the tokens and cost its workers\n"
+    "reported.\n";
 
 namespace {
 
@@ -138,6 +143,16 @@ int run_status_command(const std::vector<std::string>& argv,
     if (auto step = next_step(t, ask); !step.empty())
       steps.push_back(step);
   }
+  store::usage total;
+  for (auto& t : st->tasks) {
+    total.input_tokens += t.usage.input_tokens;
+    total.output_tokens += t.usage.output_tokens;
+    total.cost_usd += t.usage.cost_usd;
+  }
+  std::cout << usage_line(total) << "\n\n"
+            << format_job_log(st->run, db.job_log(run.id), now_ms());
+  if (auto note = budget_note(st->run, total); !note.empty())
+    steps.insert(steps.begin(), note);
   if (!steps.empty()) {
     std::cout << "waiting on you:\n";
     for (auto& step : steps)
@@ -176,6 +191,10 @@ int run_list_command(const std::vector<std::string>& argv,
       std::cout << ' ' << n << ' ' << to_string(state);
     if (r.run.reason)
       std::cout << "  (" << *r.run.reason << ')';
+    if (auto& u = r.usage;
+        u.input_tokens > 0 || u.output_tokens > 0 || u.cost_usd > 0)
+      std::cout << "  " << u.input_tokens + u.output_tokens << " tokens, "
+                << run::format_cost(u.cost_usd);
     std::cout << '\n';
   }
   return exit_ok;

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/run/budget.hpp"
+
 namespace taskforce::cli {
 
 namespace {
@@ -13,6 +15,10 @@ namespace {
 bool final_state(const std::string& s) {
   return s == "done" || s == "failed" || s == "skipped" || s == "blocked"
          || s == "conflict" || s == "review";
+}
+
+bool has_usage(const token_usage& u) {
+  return u.input_tokens > 0 || u.output_tokens > 0 || u.cost_usd > 0;
 }
 
 std::string fit(std::string text, size_t width) {
@@ -62,6 +68,10 @@ std::string live_table::event_json(const run_event& ev) {
   }
   j["state"] = state_name(ev);
   j["reason"] = ev.reason.empty() ? nlohmann::json() : nlohmann::json(ev.reason);
+  if (has_usage(ev.spent))
+    j["usage"] = {{"input_tokens", ev.spent.input_tokens},
+                  {"output_tokens", ev.spent.output_tokens},
+                  {"cost_usd", ev.spent.cost_usd}};
   return j.dump();
 }
 
@@ -142,6 +152,8 @@ void live_table::apply(const run_event& ev) {
     row.attempt = ev.attempt > 0 ? ev.attempt : row.attempt;
     row.reason = ev.reason;
     row.ended_ms = final_state(state) ? ev.time_ms : 0;
+    row.tokens += ev.spent.input_tokens + ev.spent.output_tokens;
+    row.cost_usd += ev.spent.cost_usd;
   }
   if (tty_)
     return;
@@ -155,6 +167,9 @@ void live_table::apply(const run_event& ev) {
   }
   if (!ev.reason.empty())
     out_ << " - " << ev.reason;
+  if (has_usage(ev.spent))
+    out_ << " (+" << ev.spent.input_tokens + ev.spent.output_tokens
+         << " tokens, " << run::format_cost(ev.spent.cost_usd) << ')';
   if (!ev.task_id.empty()) {
     auto note = awaiting_note(ev.task_id, state, ask_user_on_blocked_);
     if (!note.empty())
@@ -176,19 +191,21 @@ void live_table::redraw(int64_t now) {
     text += "\x1b[K\n";
     ++lines;
   };
-  line(fit("TASK", 10) + fit("TITLE", 33) + " " + fit("STATE", 12) + fit("TRY", 5)
-       + "ELAPSED");
-  std::map<std::string, size_t> counts;
+  line(fit("TASK", 10) + fit("TITLE", 33) + " " + fit("STATE", 12)
+       + fit("TRY", 5) + fit("ELAPSED", 9) + fit("COST", 10));
   for (auto& row : rows_) {
-    ++counts[row.state];
     std::string elapsed;
     if (row.started_ms > 0)
       elapsed = format_elapsed((row.ended_ms > 0 ? row.ended_ms : now)
                                - row.started_ms);
     auto state = fit(row.state, 12);
-    std::string l = fit(row.id, 10) + fit(row.title, 33) + " " + paint(row.state, state)
+    std::string cost = row.tokens > 0 || row.cost_usd > 0
+                         ? run::format_cost(row.cost_usd)
+                         : "";
+    std::string l = fit(row.id, 10) + fit(row.title, 33) + " "
+                    + paint(row.state, state)
                     + fit(row.attempt > 0 ? std::to_string(row.attempt) : "", 5)
-                    + elapsed;
+                    + fit(elapsed, 9) + fit(cost, 10);
     if (!row.reason.empty() && row.state != "done")
       l += "  " + fit(row.reason, 40);
     line(l);
@@ -196,16 +213,32 @@ void live_table::redraw(int64_t now) {
     if (!note.empty())
       line(std::string(10, ' ') + "-> " + note);
   }
-  std::string summary;
-  for (auto& [state, n] : counts) {
-    if (!summary.empty())
-      summary += ", ";
-    summary += std::to_string(n) + " " + state;
-  }
-  line(std::to_string(rows_.size()) + " tasks: " + summary);
+  line(summary());
   drawn_lines_ = lines;
   out_ << text;
   out_.flush();
+}
+
+std::string live_table::summary() const {
+  std::map<std::string, size_t> counts;
+  uint64_t tokens = 0;
+  double cost = 0;
+  for (auto& row : rows_) {
+    ++counts[row.state];
+    tokens += row.tokens;
+    cost += row.cost_usd;
+  }
+  std::string text;
+  for (auto& [state, n] : counts) {
+    if (!text.empty())
+      text += ", ";
+    text += std::to_string(n) + " " + state;
+  }
+  text = std::to_string(rows_.size()) + " tasks: " + text;
+  if (tokens > 0 || cost > 0)
+    text
+      += "; " + std::to_string(tokens) + " tokens, " + run::format_cost(cost);
+  return text;
 }
 
 void live_table::finish(int64_t now) {

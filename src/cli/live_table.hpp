@@ -25,6 +25,9 @@ struct table_row {
   /// When the task reached a final state; 0 = still going.
   int64_t ended_ms = 0;
   std::string reason;
+  /// Tokens (input plus output) and cost its workers reported.
+  uint64_t tokens = 0;
+  double cost_usd = 0;
 };
 
 /// Renders run events for a human, and as JSON lines for a program.
@@ -67,7 +70,11 @@ public:
   /// `1m05s`-style duration.
   static std::string format_elapsed(int64_t ms);
 
-private:
+  /// The table's last line: tasks counted by state, then the tokens and
+  /// cost of the run so far when any were reported.
+  std::string summary() const;
+
+ private:
   std::string paint(const std::string& state, const std::string& text) const;
 
   std::ostream& out_;

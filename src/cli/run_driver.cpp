@@ -12,6 +12,7 @@
 #include "actors/runtime_config.hpp"
 #include "src/cli/cli.hpp"
 #include "src/cli/live_table.hpp"
+#include "src/cli/run_view.hpp"
 #include "src/proc/registry.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/worker/script.hpp"
@@ -61,6 +62,28 @@ struct signal_guard {
   }
 };
 
+/// The run's job log and usage as the ledger has them now (a ledger that
+/// cannot be read leaves them out: the run's outcome is what matters).
+void print_job_log(const std::filesystem::path& root,
+                   const std::string& run_id) {
+  try {
+    store::ledger_options o;
+    o.read_only = true;
+    auto db
+      = store::ledger::open(run::state_dir(root) / store::ledger_file_name, o);
+    auto st = db.status(run_id);
+    if (!st)
+      return;
+    std::cout << '\n'
+              << format_job_log(st->run, db.job_log(run_id), now_ms())
+              << usage_line(db.run_usage(run_id)) << '\n';
+    if (auto note = budget_note(st->run, db.run_usage(run_id)); !note.empty())
+      std::cout << note << '\n';
+  } catch (const std::exception& e) {
+    std::cerr << "taskforce: cannot show the job log: " << e.what() << '\n';
+  }
+}
+
 } // namespace
 
 int drive_run(const drive_options& opts) {
@@ -97,6 +120,12 @@ int drive_run(const drive_options& opts) {
       r.title = loaded.graph.task(i).title;
       r.state = to_string(loaded.records[i].state);
       r.reason = loaded.records[i].reason;
+      if (i < loaded.rows.size()) {
+        auto& u = loaded.rows[i].usage;
+        r.tokens = static_cast<uint64_t>(
+          std::max<int64_t>(0, u.input_tokens + u.output_tokens));
+        r.cost_usd = u.cost_usd;
+      }
       table_rows.push_back(r);
     }
     table.set_rows(std::move(table_rows));
@@ -146,6 +175,7 @@ int drive_run(const drive_options& opts) {
   table.finish(now_ms());
   self->demonitor(host.orchestrator().address());
   host.stop();
+  print_job_log(opts.root, run_id);
   // Counted from the ledger's point of view: what the orchestrator recorded.
   int code = exit_failed;
   if (final_state == "completed" && final_reason.empty())

@@ -1,9 +1,13 @@
 #include "src/cli/run_view.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
 #include <nlohmann/json.hpp>
+
+#include "src/cli/live_table.hpp"
+#include "src/run/budget.hpp"
 
 namespace taskforce::cli {
 
@@ -44,6 +48,14 @@ std::string last_lines(std::string text) {
 }
 
 ordered_json task_json(const store::task_row& t);
+
+ordered_json usage_json(const store::usage& u) {
+  ordered_json j;
+  j["input_tokens"] = u.input_tokens;
+  j["output_tokens"] = u.output_tokens;
+  j["cost_usd"] = u.cost_usd;
+  return j;
+}
 
 ordered_json event_json(const store::event_row& x) {
   ordered_json j;
@@ -129,6 +141,7 @@ ordered_json task_json(const store::task_row& t) {
   j["branch"] = nullable(t.branch);
   j["merge_commit"] = nullable(t.merge_commit);
   j["reason"] = nullable(shown_reason(t));
+  j["usage"] = usage_json(t.usage);
   return j;
 }
 
@@ -141,8 +154,14 @@ std::string to_status_json(const store::run_status& x) {
   run["state"] = to_string(x.run.state);
   run["reason"] = nullable(x.run.reason);
   auto tasks = ordered_json::array();
-  for (auto& t : x.tasks)
+  store::usage total;
+  for (auto& t : x.tasks) {
     tasks.push_back(task_json(t));
+    total.input_tokens += t.usage.input_tokens;
+    total.output_tokens += t.usage.output_tokens;
+    total.cost_usd += t.usage.cost_usd;
+  }
+  run["usage"] = usage_json(total);
   ordered_json j;
   j["run"] = std::move(run);
   j["tasks"] = std::move(tasks);
@@ -171,6 +190,7 @@ std::string to_logs_json(const store::task_history& h,
     j["model"] = nullable(a.model);
     j["worker_log"] = a.worker_log;
     j["verify_log"] = a.verify_log;
+    j["usage"] = usage_json(a.usage);
     attempts.push_back(std::move(j));
   }
   auto mails = ordered_json::array();
@@ -202,6 +222,92 @@ std::string format_time(int64_t ms) {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
   return buf;
+}
+
+std::string to_usage_json(const store::usage& u) {
+  return dump(usage_json(u));
+}
+
+std::string usage_line(const store::usage& u) {
+  return "usage: " + std::to_string(u.input_tokens + u.output_tokens)
+         + " tokens (" + std::to_string(u.input_tokens) + " in, "
+         + std::to_string(u.output_tokens) + " out), "
+         + run::format_cost(u.cost_usd);
+}
+
+std::string format_job_log(const store::run_row& the_run,
+                           const std::vector<store::job_row>& jobs,
+                           int64_t now_ms) {
+  auto cell = [](std::string text, size_t width) {
+    if (text.size() + 1 > width)
+      width = text.size() + 1;
+    text.resize(width, ' ');
+    return text;
+  };
+  size_t id_width = 6;
+  for (auto& j : jobs)
+    id_width = std::max(id_width, j.task_id.size() + 2);
+  auto line = [&](const std::string& id, const std::string& start,
+                  const std::string& duration, const std::string& attempts,
+                  const std::string& repairs, const std::string& exit,
+                  const std::string& tokens, const std::string& cost) {
+    auto l = cell(id, id_width) + cell(start, 22) + cell(duration, 10)
+             + cell(attempts, 10) + cell(repairs, 9) + cell(exit, 6)
+             + cell(tokens, 12) + cost;
+    while (!l.empty() && l.back() == ' ')
+      l.pop_back();
+    return l + '\n';
+  };
+  std::string out = line("TASK", "START", "DURATION", "ATTEMPTS", "REPAIRS",
+                         "EXIT", "TOKENS", "COST");
+  store::usage total;
+  int attempts = 0, repairs = 0;
+  for (auto& j : jobs) {
+    auto tokens = j.usage.input_tokens + j.usage.output_tokens;
+    std::string duration = "-";
+    if (j.started_ms)
+      duration = live_table::format_elapsed(j.ended_ms.value_or(now_ms)
+                                            - *j.started_ms);
+    out += line(j.task_id, j.started_ms ? format_time(*j.started_ms) : "-",
+                duration, std::to_string(j.attempts), std::to_string(j.repairs),
+                j.exit_code ? std::to_string(*j.exit_code) : "-",
+                std::to_string(tokens), run::format_cost(j.usage.cost_usd));
+    total.input_tokens += j.usage.input_tokens;
+    total.output_tokens += j.usage.output_tokens;
+    total.cost_usd += j.usage.cost_usd;
+    attempts += j.attempts;
+    repairs += j.repairs;
+  }
+  out
+    += line("total", "", "", std::to_string(attempts), std::to_string(repairs),
+            "", std::to_string(total.input_tokens + total.output_tokens),
+            run::format_cost(total.cost_usd));
+  bool going = the_run.state == run_state::running;
+  out += "wall time "
+         + live_table::format_elapsed((going ? now_ms : the_run.updated_ms)
+                                      - the_run.created_ms)
+         + " (" + format_time(the_run.created_ms) + " to "
+         + (going ? std::string{"now"} : format_time(the_run.updated_ms))
+         + ")\n";
+  return out;
+}
+
+std::string budget_note(const store::run_row& the_run,
+                        const store::usage& total) {
+  if (!the_run.reason || *the_run.reason != run::budget_reason)
+    return {};
+  // The limits as the run recorded them; a resume may have raised them.
+  auto limits = run::budget_of(run_config{}, the_run.config_json);
+  run::spend spent;
+  spent.input_tokens
+    = static_cast<uint64_t>(std::max<int64_t>(0, total.input_tokens));
+  spent.output_tokens
+    = static_cast<uint64_t>(std::max<int64_t>(0, total.output_tokens));
+  spent.cost_usd = total.cost_usd;
+  auto what = run::describe_reached(limits, spent);
+  return "the run reached its budget" + (what.empty() ? "" : " (" + what + ")")
+         + ": raise run.maxCostUsd or run.maxTokens in a config file, then "
+           "taskforce resume --config FILE";
 }
 
 } // namespace taskforce::cli

@@ -47,9 +47,12 @@ std::optional<std::string> shown_reason(const store::task_row& t);
 std::string next_step(const store::task_row& t, bool ask_user_on_blocked);
 
 /// The `status --json` object:
-/// `{"run":{"id","file","state","reason"},
-///   "tasks":[{"id","state","attempts","branch","merge_commit","reason"}]}`
-/// (absent values are null; each reason as `shown_reason` gives it).
+/// `{"run":{"id","file","state","reason","usage"},
+///   "tasks":[{"id","state","attempts","branch","merge_commit","reason",
+///             "usage"}]}`
+/// (absent values are null; each reason as `shown_reason` gives it; each
+/// usage `{"input_tokens","output_tokens","cost_usd"}`, the run's the sum
+/// over its tasks).
 std::string to_status_json(const store::run_status& x);
 
 /// The `logs --json` object: the task as status shows it plus `title`,
@@ -70,5 +73,25 @@ std::string to_json_line(const store::mail_row& x);
 
 /// `2026-12-01 17:07:22Z`: a ledger time for people (UTC, to the second).
 std::string format_time(int64_t ms);
+
+/// `{"input_tokens":…,"output_tokens":…,"cost_usd":…}` as `status --json`
+/// shows usage.
+std::string to_usage_json(const store::usage& u);
+
+/// The run's usage on one line: `usage: 320 tokens (240 in, 80 out),
+/// $0.0040`.
+std::string usage_line(const store::usage& u);
+
+/// The job log as people read it, like GNU parallel's `--joblog`: one line
+/// per task (TASK START DURATION ATTEMPTS REPAIRS EXIT TOKENS COST; `-`
+/// where there is nothing yet), a total line, and the run's wall time (from
+/// its creation to its last change, or to `now_ms` while it runs).
+std::string format_job_log(const store::run_row& run,
+                           const std::vector<store::job_row>& jobs,
+                           int64_t now_ms);
+
+/// For a run its budget paused (reason `budget`): what it spent against
+/// which limit, and how to go on; empty for any other run.
+std::string budget_note(const store::run_row& run, const store::usage& total);
 
 } // namespace taskforce::cli

@@ -124,6 +124,14 @@ std::string to_report(const json& j, const fenced_block& block,
     if (!it->is_object())
       return bad("usage", "must be an object");
     report_usage u;
+    // Absurd values are kept to a ceiling (with a warning) rather than
+    // refused: the work is real, and the sums stay far from overflowing.
+    auto clamped = [&](const char* key, const std::string& value,
+                       const std::string& limit) {
+      report.warnings.push_back(std::string{"usage."} + key + " " + value
+                                + " is above " + limit + "; counted as "
+                                + limit);
+    };
     for (const char* key : {"input_tokens", "output_tokens"}) {
       auto k = it->find(key);
       if (k == it->end() || k->is_null())
@@ -131,15 +139,24 @@ std::string to_report(const json& j, const fenced_block& block,
       if (!k->is_number_integer() || k->get<int64_t>() < 0)
         return bad(std::string{"usage."} + key,
                    "must be a non-negative integer, not " + k->dump());
+      auto n = k->get<uint64_t>();
+      if (n > max_report_tokens) {
+        clamped(key, k->dump(), std::to_string(max_report_tokens));
+        n = max_report_tokens;
+      }
       (std::string_view{key} == "input_tokens" ? u.input_tokens
                                                : u.output_tokens)
-        = k->get<uint64_t>();
+        = n;
     }
     if (auto k = it->find("cost_usd"); k != it->end() && !k->is_null()) {
-      if (!k->is_number() || k->get<double>() < 0)
+      if (!k->is_number() || !(k->get<double>() >= 0))
         return bad("usage.cost_usd",
                    "must be a non-negative number, not " + k->dump());
       u.cost_usd = k->get<double>();
+      if (u.cost_usd > max_report_cost_usd) {
+        clamped("cost_usd", k->dump(), json(max_report_cost_usd).dump());
+        u.cost_usd = max_report_cost_usd;
+      }
     }
     report.usage = u;
   }
@@ -235,7 +252,8 @@ report_reading read_report(std::string_view output) {
     json j;
     try {
       j = json::parse(block->text);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {
+      // parse_error, or out_of_range for a number beyond a double (1e400).
       reading.error = where(*block) + " is not valid JSON: " + e.what();
       return reading;
     }

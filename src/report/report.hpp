@@ -44,6 +44,14 @@ struct report_usage {
   double cost_usd = 0;
 };
 
+/// The most tokens one report counts (each of input and output); more is
+/// counted as this, with a warning.
+constexpr uint64_t max_report_tokens = 1000000000000ull;
+
+/// The most cost one report counts, in US dollars; more is counted as this,
+/// with a warning.
+constexpr double max_report_cost_usd = 1000000.0;
+
 /// A worker's report.
 struct worker_report {
   /// done or blocked.
@@ -56,6 +64,9 @@ struct worker_report {
   std::optional<report_usage> usage;
   /// A JSON block or a marker.
   report_source source = report_source::json;
+  /// What was kept to a ceiling (usage beyond max_report_tokens or
+  /// max_report_cost_usd), in words.
+  std::vector<std::string> warnings;
 };
 
 /// The result of reading an output: a report, a malformed one, or nothing.

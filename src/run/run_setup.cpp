@@ -193,6 +193,13 @@ loaded_run load_run(const fs::path& root, const store::ledger& db,
   }
   out.records = records_of(out.graph, states, reasons, lifted);
   out.rule_set = rules_of(cfg.run);
+  out.rule_set.budget = budget_of(cfg.run, row->config_json);
+  for (auto& [id, r] : rows) {
+    auto& u = r.usage;
+    out.spent += spend{
+      static_cast<uint64_t>(std::max<int64_t>(0, u.input_tokens)),
+      static_cast<uint64_t>(std::max<int64_t>(0, u.output_tokens)), u.cost_usd};
+  }
   return out;
 }
 

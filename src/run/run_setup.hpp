@@ -58,8 +58,10 @@ struct loaded_run {
   std::vector<task_memory> memory;
   /// One per task of `graph`: the ledger's row.
   std::vector<store::task_row> rows;
-  /// The scheduler's rules for `cfg`.
+  /// The scheduler's rules for `cfg` (the budget as budget_of gives it).
   rules rule_set;
+  /// The usage the ledger has for the run: the budget counts from it.
+  spend spent;
 };
 
 /// The tasks of `file_rel` (relative to `root`, or absolute) parsed as

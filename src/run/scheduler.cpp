@@ -372,6 +372,8 @@ decision scheduler::next() {
     for (auto i : fresh)
       if (records_[i].state == task_state::pending && eligible(i))
         move(d, i, task_event::deps_done, "");
+    if (stop_for_budget(d))
+      return d;
     auto open = attempts_open();
     auto slots
       = rules_.max_concurrency > open ? rules_.max_concurrency - open : 0;
@@ -438,6 +440,24 @@ run_state scheduler::recorded_end(bool changes_lost) const {
     case run_phase::aborted: return run_state::aborted;
     default: return run_state::paused;
   }
+}
+
+// -- usage and the budget -----------------------------------------------------
+
+void scheduler::spent(const spend& s) {
+  spent_ += s;
+}
+
+/// Once the budget is reached nothing starts; the run pauses with reason
+/// `budget` as soon as a task could start (a run whose last tasks crossed
+/// it completes as usual). Returns true when it stopped the starts.
+bool scheduler::stop_for_budget(decision& d) {
+  if (!over_budget())
+    return false;
+  if (!ready_.empty())
+    start_pause(d, budget_reason);
+  settle(d);
+  return true;
 }
 
 // -- what happened to a task --------------------------------------------------

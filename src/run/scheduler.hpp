@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "src/plan/graph.hpp"
+#include "src/run/budget.hpp"
 #include "src/run/outcome.hpp"
 #include "src/run/task_state.hpp"
 
@@ -66,6 +67,9 @@ struct rules {
   bool ask_user_on_blocked = false;
   /// What passing work becomes.
   integration finish = integration::merge;
+  /// Once the run's usage reaches it, no task starts and the run pauses
+  /// with reason `budget` (running tasks finish and merge).
+  run::budget budget;
 };
 
 /// A task as the scheduler starts with it (from the ledger and the file).
@@ -260,6 +264,17 @@ class scheduler {
     return rules_;
   }
 
+  /// The usage of the whole run: what the ledger had when the scheduler
+  /// was made (`spent`) and what was reported since.
+  const spend& total_spent() const {
+    return spent_;
+  }
+
+  /// Whether the run's usage reached its budget: no task starts.
+  bool over_budget() const {
+    return reached(rules_.budget, spent_);
+  }
+
   // -- the run ---------------------------------------------------------------
 
   /// Starts (or resumes) the run: records it running, puts held tasks on
@@ -303,6 +318,12 @@ class scheduler {
   run_state recorded_end(bool changes_lost = false) const;
 
   // -- what happened to a task -----------------------------------------------
+
+  /// Workers reported usage (a turn ended, or the ledger's total at load):
+  /// added to the run's total. Once it reaches the budget, `next()` starts
+  /// nothing and pauses the run with reason `budget` as soon as a task
+  /// could start; what runs finishes (and merges).
+  void spent(const spend& s);
 
   /// The worker entered a phase: `work_done` (its gate runs: verifying) or
   /// `repair` (back to work on the gate's failure: running). Ignored when
@@ -376,6 +397,7 @@ class scheduler {
   bool blocked_upstream(size_t i) const;
   void stopped(decision& d, size_t i, const std::string& why);
   void start_pause(decision& d, std::string why);
+  bool stop_for_budget(decision& d);
   void wake(decision& d);
   void settle(decision& d);
   std::string waiting_summary() const;
@@ -406,6 +428,8 @@ class scheduler {
   std::set<size_t> checking_;
   /// Additions on their way (hold_open).
   size_t held_open_ = 0;
+  /// The run's usage (see total_spent).
+  spend spent_;
 };
 
 /// `taskforce plan`'s waves: the run simulated by the scheduler with unit

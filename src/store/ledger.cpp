@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <ctime>
 #include <random>
@@ -341,6 +342,32 @@ void add_attempt_usage(sqlite::connection& c, const std::string& run_id,
   st.run();
 }
 
+// Records each turn's usage once (a turn already recorded is skipped, so a
+// change sent again never counts twice) and adds it to attempt `number`.
+void record_turns(sqlite::connection& c, const std::string& run_id,
+                  const std::string& task_id, int number,
+                  const std::vector<turn_spend>& turns, int64_t now_ms) {
+  if (number <= 0)
+    return;
+  for (auto& t : turns) {
+    usage u{std::max<int64_t>(0, t.usage.input_tokens),
+            std::max<int64_t>(0, t.usage.output_tokens),
+            std::isfinite(t.usage.cost_usd) && t.usage.cost_usd > 0
+              ? t.usage.cost_usd
+              : 0.0};
+    auto st = c.use("INSERT INTO turn_usage (run_id, task_id, attempt, turn, "
+                    "kind, input_tokens, output_tokens, cost_usd, at_ms) "
+                    "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) "
+                    "ON CONFLICT DO NOTHING");
+    st.bind(1, run_id).bind(2, task_id).bind(3, number).bind(4, t.turn);
+    st.bind(5, t.kind).bind(6, u.input_tokens).bind(7, u.output_tokens);
+    st.bind(8, u.cost_usd).bind(9, now_ms);
+    st.run();
+    if (c.changes() > 0)
+      add_attempt_usage(c, run_id, task_id, number, u);
+  }
+}
+
 // Inserts one task of a new run or of an added file.
 void insert_task(sqlite::connection& c, const std::string& run_id,
                  const new_task& t, int index, int64_t now_ms) {
@@ -487,6 +514,7 @@ transition_result apply_transition(sqlite::connection& c,
   }
   if (change.usage && number > 0)
     add_attempt_usage(c, run_id, task_id, number, *change.usage);
+  record_turns(c, run_id, task_id, number, change.turns, now_ms);
   // Leaving the attempt states closes the open attempt with an outcome.
   if (open && !in_attempt(to)) {
     auto outcome = outcome_of(to);
@@ -915,6 +943,67 @@ recovery ledger::mark_interrupted(const std::string& run_id,
   if (run->state == run_state::running) {
     apply_run_state(c, run_id, run_state::paused, reason, now_ms);
     result.paused = true;
+  }
+  txn.commit();
+  return result;
+}
+
+// --- usage -------------------------------------------------------------------
+
+std::vector<std::pair<int, turn_spend>>
+ledger::turn_usage(const std::string& run_id,
+                   const std::string& task_id) const {
+  auto st = db_->use("SELECT attempt, turn, kind, input_tokens, "
+                     "output_tokens, cost_usd FROM turn_usage "
+                     "WHERE run_id = ?1 AND task_id = ?2 "
+                     "ORDER BY attempt, turn");
+  st.bind(1, run_id).bind(2, task_id);
+  std::vector<std::pair<int, turn_spend>> result;
+  while (st.step()) {
+    turn_spend t;
+    t.turn = st.integer(1);
+    t.kind = st.text(2);
+    t.usage = usage{st.int64(3), st.int64(4), st.real(5)};
+    result.emplace_back(st.integer(0), std::move(t));
+  }
+  return result;
+}
+
+store::usage ledger::run_usage(const std::string& run_id) const {
+  auto st = db_->use("SELECT coalesce(sum(input_tokens), 0), "
+                     "coalesce(sum(output_tokens), 0), "
+                     "coalesce(sum(cost_usd), 0) FROM attempts "
+                     "WHERE run_id = ?1");
+  st.bind(1, run_id);
+  if (!st.step())
+    return {};
+  return usage{st.int64(0), st.int64(1), st.real(2)};
+}
+
+std::vector<job_row> ledger::job_log(const std::string& run_id) const {
+  auto& c = *db_;
+  sqlite::transaction txn{c, false};
+  std::vector<job_row> result;
+  for (auto& t : load_tasks(c, run_id)) {
+    job_row j;
+    j.task_id = t.id;
+    j.title = t.title;
+    j.state = t.state;
+    j.started_ms = t.started_ms;
+    j.attempts = t.attempts;
+    j.usage = t.usage;
+    auto attempts = load_attempts(c, run_id, t.id);
+    for (auto& a : attempts) {
+      j.repairs += a.repairs;
+      if (a.exit_code)
+        j.exit_code = a.exit_code;
+    }
+    if (t.finished_ms)
+      j.ended_ms = t.finished_ms;
+    else if (!attempts.empty()
+             && attempts.back().state != attempt_state::running)
+      j.ended_ms = attempts.back().ended_ms;
+    result.push_back(std::move(j));
   }
   txn.commit();
   return result;

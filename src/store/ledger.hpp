@@ -31,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -92,6 +93,15 @@ struct usage {
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   double cost_usd = 0;
+};
+
+/// The usage one turn of an attempt reported (a row of `turn_usage`).
+struct turn_spend {
+  /// 1 for the attempt's first turn, then its repairs, answers, messages.
+  int turn = 0;
+  /// start, repair, answer, message or verify.
+  std::string kind;
+  store::usage usage;
 };
 
 // --- rows --------------------------------------------------------------------
@@ -272,6 +282,11 @@ struct task_change {
   /// (`from`, `to`, `event`, `attempt`, `reason`, `exit_code` and the
   /// fields set) win over the caller's.
   std::string data_json = "{}";
+  /// Usage of the turns that ended with this change, all of the attempt
+  /// the change continues or closes: each becomes a `turn_usage` row and
+  /// adds to the attempt's sums, once (a turn recorded already is
+  /// skipped). Negative values count as 0.
+  std::vector<turn_spend> turns;
 };
 
 /// What `transition` did.
@@ -328,6 +343,26 @@ struct run_summary {
   std::map<task_state, int> counts;
   int total = 0;
   /// The sum over the run's attempts.
+  store::usage usage;
+};
+
+/// One line of a run's job log (like GNU parallel's `--joblog`): a task
+/// with its times, attempts, repairs, last exit and usage.
+struct job_row {
+  std::string task_id;
+  std::string title;
+  task_state state = task_state::pending;
+  /// When its first attempt started.
+  std::optional<int64_t> started_ms;
+  /// When it finished (done, failed, skipped), else when its latest
+  /// attempt ended; none while an attempt runs.
+  std::optional<int64_t> ended_ms;
+  /// Attempts that count towards `maxAttempts`.
+  int attempts = 0;
+  /// Gate repairs over all its attempts.
+  int repairs = 0;
+  /// The exit code of its latest attempt that has one.
+  std::optional<int> exit_code;
   store::usage usage;
 };
 
@@ -497,6 +532,21 @@ class ledger {
   /// it assumes nobody else drives the run.
   recovery mark_interrupted(const std::string& run_id,
                             const std::string& reason, int64_t now_ms);
+
+  // -- usage
+  // -------------------------------------------------------------------
+
+  /// The usage of each turn of the task's attempts, by attempt then turn;
+  /// the attempt number is in `first`.
+  std::vector<std::pair<int, turn_spend>>
+  turn_usage(const std::string& run_id, const std::string& task_id) const;
+
+  /// The run's usage: the sum over its attempts.
+  store::usage run_usage(const std::string& run_id) const;
+
+  /// The run's job log, one row per task in file order (empty when the run
+  /// does not exist).
+  std::vector<job_row> job_log(const std::string& run_id) const;
 
  private:
   friend class mailbox;

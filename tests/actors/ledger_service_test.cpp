@@ -117,7 +117,7 @@ CAF_TEST(typed facts land in the task row and the attempt) {
   pass.facts.branch = "taskforce/r1/a";
   pass.facts.gate_tail = "all green";
   pass.facts.exit_code = 0;
-  pass.facts.spent = token_usage{100, 20, 0.5};
+  pass.facts.spent = {turn_spent{1, "start", token_usage{100, 20, 0.5}}};
   auto conflict = move("a", task_event::conflict, s::merging, s::conflict,
                        "merge conflict in x");
   conflict.facts.conflict_paths = std::vector<std::string>{"x", "y"};

@@ -72,7 +72,7 @@ CAF_TEST(every run message survives serialization with its typed fields) {
   tr.facts.branch = "taskforce/r/a";
   tr.facts.conflict_paths = std::vector<std::string>{"x", "y"};
   tr.facts.exit_code = 0;
-  tr.facts.spent = token_usage{10, 20, 0.5};
+  tr.facts.spent = {turn_spent{2, "repair", token_usage{10, 20, 0.5}}};
   tr.facts.hold_lifted = true;
   transition_batch batch{"r", {tr, tr}};
   auto copy = round_trip(sys, batch);
@@ -95,9 +95,15 @@ CAF_TEST(every run message survives serialization with its typed fields) {
   o.reason = "which key?";
   o.session = "s-1";
   o.turns = 3;
-  o.spent = token_usage{1, 2, 3};
+  o.spent = {turn_spent{3, "message", token_usage{1, 2, 3}}};
   CAF_CHECK(round_trip(sys, o) == o);
-  attempt_progress p{"a", 2, attempt_phase::repairing, "gate", "/w", "b"};
+  attempt_progress p{"a",
+                     2,
+                     attempt_phase::verifying,
+                     "",
+                     "/w",
+                     "b",
+                     {turn_spent{1, "start", token_usage{7, 8, 0.5}}}};
   CAF_CHECK(round_trip(sys, p) == p);
   merge_outcome m{run::merge_end::conflict, "", {"f"}, "merge conflict in f"};
   CAF_CHECK(round_trip(sys, m) == m);
@@ -105,7 +111,9 @@ CAF_TEST(every run message survives serialization with its typed fields) {
   ev.run_id = "r";
   ev.task_id = "a";
   ev.state = task_state::review;
+  ev.spent = token_usage{4, 5, 0.25};
   CAF_CHECK(round_trip(sys, ev) == ev);
+  CAF_CHECK(round_trip(sys, ev).spent == ev.spent);
   CAF_CHECK_EQUAL(std::string{state_name(ev)}, "review");
   steer_reply reply{{task_view{"a", task_state::merging, "approved"}}};
   CAF_CHECK(round_trip(sys, reply) == reply);

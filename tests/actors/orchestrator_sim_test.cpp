@@ -7,10 +7,14 @@
 // rejecting, answering and adding tasks, Ctrl-C, and restarts mid-run (a
 // new orchestrator from the fake ledger's durable state, as `resume` does).
 //
+// Workers report usage (with their verifying progress and their outcome),
+// and some runs have a budget (run.maxCostUsd).
+//
 // After every step: no task is merged twice, nothing is merged unchecked (a
 // merge only of a task the ledger has merging, after a passing attempt, or
-// after an approval where one is needed), the concurrency bound holds and
-// no conflicting tasks are active together; at the end of every driver:
+// after an approval where one is needed), the concurrency bound holds, no
+// conflicting tasks are active together, and no task starts once the usage
+// the ledger has reached the budget; at the end of every driver:
 // it told its watcher exactly once, and the run ended, or paused with a
 // reason.
 //
@@ -165,6 +169,8 @@ struct simulation : test_coordinator_fixture<run_test_config> {
     rules.ask_user_on_blocked = chance(40);
     rules.finish
       = chance(20) ? run::integration::review : run::integration::merge;
+    if (chance(40))
+      rules.budget.max_cost_usd = 0.01 * static_cast<double>(1 + pick(6));
     for (auto& t : specs)
       book->add_task(t.id, t.done ? task_state::done : task_state::pending);
     gits->on_merge = [this](const merge_request& r) {
@@ -187,7 +193,10 @@ struct simulation : test_coordinator_fixture<run_test_config> {
          + std::to_string(rules.max_attempts)
          + (rules.continue_on_error ? ", continueOnError" : "")
          + (rules.ask_user_on_blocked ? ", askUserOnBlocked" : "")
-         + (rules.finish == run::integration::review ? ", review" : ""));
+         + (rules.finish == run::integration::review ? ", review" : "")
+         + (rules.budget.any()
+              ? ", budget $" + std::to_string(rules.budget.max_cost_usd)
+              : ""));
   }
 
   const task_spec* find_spec(const std::string& id) const {
@@ -307,6 +316,8 @@ struct simulation : test_coordinator_fixture<run_test_config> {
       s.memory.push_back(m);
     }
     s.records = records_of(s.graph, states, {});
+    // The budget counts from what the ledger has, as load_run does.
+    s.spent = durable_spent();
     s.ledger = ledger;
     s.git = git;
     s.watcher = watcher;
@@ -390,14 +401,38 @@ struct simulation : test_coordinator_fixture<run_test_config> {
     return out;
   }
 
+  /// The usage the ledger has for the run.
+  run::spend durable_spent() const {
+    run::spend total;
+    for (auto& [id, t] : book->tasks)
+      for (auto& turn : t.facts.spent)
+        total += run::spend{turn.usage.input_tokens, turn.usage.output_tokens,
+                            turn.usage.cost_usd};
+    return total;
+  }
+
+  /// Usage a worker reports for one turn, now and then none.
+  std::vector<turn_spent> random_spent(uint64_t turn) {
+    if (chance(30))
+      return {};
+    return {
+      turn_spent{turn, "start",
+                 token_usage{10, 5, 0.005 * static_cast<double>(1 + pick(3))}}};
+  }
+
   /// A task starts only when nothing that conflicts with it runs or
-  /// merges (it would fork from a base without that work).
+  /// merges (it would fork from a base without that work), and only while
+  /// the usage the ledger has is below the budget (the scheduler counted
+  /// at least that much when it decided the start).
   void check_start(const task_transition& tr) {
     note("ledger: " + tr.task_id + " " + to_string(tr.from) + ">"
          + to_string(tr.to)
          + (tr.reason.empty() ? "" : " (" + tr.reason + ")"));
     if (tr.to != task_state::running || in_attempt(tr.from))
       return;
+    require(!run::reached(rules.budget, durable_spent()),
+            tr.task_id + " starts after the usage reached the budget ($"
+              + std::to_string(durable_spent().cost_usd) + ")");
     auto g = graph();
     auto i = g.find(tr.task_id);
     if (!i)
@@ -465,6 +500,8 @@ struct simulation : test_coordinator_fixture<run_test_config> {
       o.end = run::attempt_end::interrupted;
     o.reason = to_string(o.end);
     o.exit_code = o.end == run::attempt_end::done ? 0 : 1;
+    if (o.end != run::attempt_end::interrupted)
+      o.spent = random_spent(2);
     last_end[l.task] = o.end;
     note("worker " + l.task + " ends " + to_string(o.end));
     self->send(orch, outcome_atom::value, o);
@@ -483,6 +520,8 @@ struct simulation : test_coordinator_fixture<run_test_config> {
       p.worktree = "/wt/" + l.task;
       p.branch = "taskforce/r1/" + l.task;
     }
+    if (p.phase == attempt_phase::verifying)
+      p.spent = random_spent(1);
     note("worker " + l.task + " " + to_string(p.phase));
     self->send(orch, progress_atom::value, p);
   }

@@ -168,7 +168,7 @@ CAF_TEST(
   o.branch = "taskforce/r1/a";
   o.tail = "ok";
   o.exit_code = 0;
-  o.spent = token_usage{10, 5, 0.25};
+  o.spent = {turn_spent{1, "start", token_usage{10, 5, 0.25}}};
   self->send(orch, outcome_atom::value, o);
   expect((outcome_atom, attempt_outcome), from(self).to(orch));
   expect((record_atom, transition_batch), from(orch).to(ledger));
@@ -178,7 +178,8 @@ CAF_TEST(
   auto& closing = book->batches.back().changes[1].facts;
   CAF_CHECK(closing.worktree == std::string{"/wt/a"});
   CAF_CHECK(closing.exit_code == int64_t{0});
-  CAF_CHECK(closing.spent == token_usage{10, 5, 0.25});
+  CAF_CHECK(closing.spent
+            == std::vector<turn_spent>{{1, "start", token_usage{10, 5, 0.25}}});
   CAF_CHECK(gits->merges.empty()); // not before merging is durable
   expect((batch_acks), from(ledger).to(orch));
   expect((merge_atom, merge_request), from(orch).to(git));

@@ -106,7 +106,8 @@ struct ledger_book {
     keep(tr.facts.session, t.facts.session);
     keep(tr.facts.conflict_paths, t.facts.conflict_paths);
     keep(tr.facts.exit_code, t.facts.exit_code);
-    keep(tr.facts.spent, t.facts.spent);
+    t.facts.spent.insert(t.facts.spent.end(), tr.facts.spent.begin(),
+                         tr.facts.spent.end());
     t.facts.hold_lifted = t.facts.hold_lifted || tr.facts.hold_lifted;
     ack.durable = true;
     ack.attempt = t.attempt;

@@ -336,16 +336,25 @@ CAF_TEST(status json has exactly the command line shape) {
   db.set_run_state("r1", run_state::paused, "t2 failed", 1600);
   auto st = db.status("r1");
   CAF_REQUIRE(st.has_value());
+  auto none = std::string{
+    R"("usage":{"input_tokens":0,"output_tokens":0,"cost_usd":0.0})"};
   CAF_CHECK_EQUAL(
     to_status_json(*st),
     R"({"run":{"id":"r1","file":"TASKS.md","state":"paused",)"
-    R"("reason":"t2 failed"},"tasks":[)"
-    R"({"id":"t1","state":"done","attempts":1,"branch":"taskforce/r1/t1",)"
-    R"("merge_commit":"abc123","reason":null},)"
-    R"({"id":"t2","state":"pending","attempts":0,"branch":null,)"
-    R"("merge_commit":null,"reason":null},)"
-    R"({"id":"t3","state":"skipped","attempts":0,"branch":null,)"
-    R"("merge_commit":null,"reason":"t1 failed"}]})");
+    R"("reason":"t2 failed",)"
+      + none
+      + R"(},"tasks":[)"
+        R"({"id":"t1","state":"done","attempts":1,"branch":"taskforce/r1/t1",)"
+        R"("merge_commit":"abc123","reason":null,)"
+      + none
+      + R"(},)"
+        R"({"id":"t2","state":"pending","attempts":0,"branch":null,)"
+        R"("merge_commit":null,"reason":null,)"
+      + none
+      + R"(},)"
+        R"({"id":"t3","state":"skipped","attempts":0,"branch":null,)"
+        R"("merge_commit":null,"reason":"t1 failed",)"
+      + none + R"(}]})");
   auto j = json::parse(to_status_json(*st));
   CAF_CHECK(j["run"]["reason"].is_string());
   CAF_CHECK(j["tasks"][1]["branch"].is_null());
@@ -862,6 +871,83 @@ CAF_TEST(a lifted hold and a worker session are kept with the task) {
   // The merge commit alone is still its own kind of event.
   CAF_CHECK_EQUAL(db.record_merge_commit("r1", "t2", "feed", 1600).kind,
                   "task.merge_commit");
+}
+
+CAF_TEST(the usage of each turn is recorded once with the change it ended) {
+  db.create_run(sample_run("r1"), 1000);
+  db.transition("r1", "t1", to(task_state::ready), 1000);
+  db.transition("r1", "t1", to(task_state::running), 1100);
+  // The start turn reported done: its usage goes with running -> verifying.
+  task_change work = to(task_state::verifying);
+  work.turns = {turn_spend{1, "start", usage{120, 40, 0.002}}};
+  db.transition("r1", "t1", work, 1200);
+  task_change repair = to(task_state::running);
+  db.transition("r1", "t1", repair, 1300);
+  // The repair turn failed the attempt: its usage goes with the change
+  // that closes it; a turn sent again is not counted twice, and negative
+  // values count as nothing.
+  task_change failed = to(task_state::ready);
+  failed.turns = {turn_spend{2, "repair", usage{10, 5, 0.001}},
+                  turn_spend{1, "start", usage{120, 40, 0.002}},
+                  turn_spend{3, "message", usage{-7, 1, -1.0}}};
+  db.transition("r1", "t1", failed, 1400);
+  auto turns = db.turn_usage("r1", "t1");
+  CAF_REQUIRE_EQUAL(turns.size(), 3u);
+  CAF_CHECK_EQUAL(turns[0].first, 1);
+  CAF_CHECK_EQUAL(turns[0].second.kind, "start");
+  CAF_CHECK_EQUAL(turns[0].second.usage.input_tokens, 120);
+  CAF_CHECK_EQUAL(turns[1].second.kind, "repair");
+  CAF_CHECK_EQUAL(turns[1].second.usage.output_tokens, 5);
+  CAF_CHECK_EQUAL(turns[2].second.usage.input_tokens, 0);
+  CAF_CHECK_EQUAL(turns[2].second.usage.cost_usd, 0.0);
+  auto a = db.attempts("r1", "t1").at(0);
+  CAF_CHECK_EQUAL(a.usage.input_tokens, 130);
+  CAF_CHECK_EQUAL(a.usage.output_tokens, 46);
+  CAF_CHECK_EQUAL(a.usage.cost_usd, 0.003);
+  auto total = db.run_usage("r1");
+  CAF_CHECK_EQUAL(total.input_tokens, 130);
+  CAF_CHECK_EQUAL(total.output_tokens, 46);
+  // A refused change writes no usage.
+  task_change wrong = to(task_state::merging);
+  wrong.turns = {turn_spend{9, "start", usage{1000, 0, 1}}};
+  CAF_CHECK(fails([&] {
+    db.transition("r1", "t1", wrong, 1500);
+  }));
+  CAF_CHECK_EQUAL(db.run_usage("r1").input_tokens, 130);
+  CAF_CHECK_EQUAL(db.turn_usage("r1", "t1").size(), 3u);
+}
+
+CAF_TEST(
+  the job log gives each task its times attempts repairs exit and usage) {
+  db.create_run(sample_run("r1"), 1000);
+  db.transition("r1", "t1", to(task_state::ready), 1000);
+  db.transition("r1", "t1", to(task_state::running), 1100);
+  db.transition("r1", "t1", to(task_state::verifying), 1200);
+  db.transition("r1", "t1", to(task_state::running), 1300);
+  task_change work = to(task_state::verifying);
+  work.turns = {turn_spend{2, "repair", usage{50, 10, 0.25}}};
+  db.transition("r1", "t1", work, 1400);
+  task_change passed = to(task_state::merging);
+  passed.exit_code = 0;
+  db.transition("r1", "t1", passed, 1500);
+  db.transition("r1", "t1", to(task_state::done), 2600);
+  db.transition("r1", "t2", to(task_state::ready), 1000);
+  db.transition("r1", "t2", to(task_state::running), 1100);
+  auto log = db.job_log("r1");
+  CAF_REQUIRE_EQUAL(log.size(), 3u);
+  CAF_CHECK_EQUAL(log[0].task_id, "t1");
+  CAF_CHECK_EQUAL(log[0].started_ms, std::optional<int64_t>{1100});
+  CAF_CHECK_EQUAL(log[0].ended_ms, std::optional<int64_t>{2600});
+  CAF_CHECK_EQUAL(log[0].attempts, 1);
+  CAF_CHECK_EQUAL(log[0].repairs, 1);
+  CAF_CHECK_EQUAL(log[0].exit_code, std::optional<int>{0});
+  CAF_CHECK_EQUAL(log[0].usage.input_tokens, 50);
+  CAF_CHECK_EQUAL(log[0].usage.cost_usd, 0.25);
+  // Running: started, not ended.
+  CAF_CHECK_EQUAL(log[1].started_ms, std::optional<int64_t>{1100});
+  CAF_CHECK(!log[1].ended_ms);
+  CAF_CHECK(!log[2].started_ms);
+  CAF_CHECK(db.job_log("nope").empty());
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

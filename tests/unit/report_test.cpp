@@ -150,6 +150,42 @@ CAF_TEST(usage is read when present) {
   CAF_CHECK(!none.report->usage);
 }
 
+CAF_TEST(absurd usage is kept to a ceiling with a warning) {
+  // 9223372036855 tokens: a million of them would overflow a 64-bit sum.
+  auto r = read_report("```json\n{\"status\":\"done\",\"usage\":{"
+                       "\"input_tokens\":9223372036855,\"output_tokens\":7,"
+                       "\"cost_usd\":1e300}}\n```");
+  CAF_REQUIRE(r.report && r.report->usage);
+  CAF_CHECK_EQUAL(r.report->usage->input_tokens, max_report_tokens);
+  CAF_CHECK_EQUAL(r.report->usage->output_tokens, 7u);
+  CAF_CHECK_EQUAL(r.report->usage->cost_usd, max_report_cost_usd);
+  CAF_REQUIRE_EQUAL(r.report->warnings.size(), 2u);
+  CAF_CHECK(r.report->warnings[0].find("usage.input_tokens 9223372036855")
+            != std::string::npos);
+  CAF_CHECK(r.report->warnings[1].find("usage.cost_usd") != std::string::npos);
+  auto fine = read_report("```json\n{\"status\":\"done\",\"usage\":{"
+                          "\"input_tokens\":3}}\n```");
+  CAF_REQUIRE(fine.report);
+  CAF_CHECK(fine.report->warnings.empty());
+}
+
+CAF_TEST(a number beyond a double is a malformed report not a crash) {
+  // nlohmann's parser throws out_of_range (not parse_error) for 1e400.
+  auto r = read_report("```json\n{\"status\":\"done\",\"usage\":{"
+                       "\"cost_usd\":1e400}}\n```");
+  CAF_CHECK(!r.report);
+  CAF_CHECK(r.error.find("is not valid JSON") != std::string::npos);
+  auto huge = read_report("```json\n{\"status\":\"done\",\"usage\":{"
+                          "\"output_tokens\":18446744073709551615}}\n```");
+  CAF_CHECK(!huge.report);
+  CAF_CHECK(huge.error.find("\"usage.output_tokens\" must be a non-negative")
+            != std::string::npos);
+  auto text = read_report("```json\n{\"status\":\"done\",\"usage\":{"
+                          "\"input_tokens\":\"120\"}}\n```");
+  CAF_CHECK(!text.report);
+  CAF_CHECK(text.error.find("\"usage.input_tokens\"") != std::string::npos);
+}
+
 namespace {
 
 struct judge_case {

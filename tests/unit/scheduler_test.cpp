@@ -764,3 +764,154 @@ CAF_TEST(a run this process is done with is recorded as it ended or paused) {
   // A completion whose changes did not all reach the ledger is a pause.
   CAF_CHECK_EQUAL(s.recorded_end(true), run_state::paused);
 }
+
+// -- the budget ---------------------------------------------------------------
+
+namespace {
+
+spend cost(double usd, uint64_t in = 0, uint64_t out = 0) {
+  spend s;
+  s.cost_usd = usd;
+  s.input_tokens = in;
+  s.output_tokens = out;
+  return s;
+}
+
+task_record in_state(task_state s) {
+  task_record r;
+  r.state = s;
+  return r;
+}
+
+/// Task `id` passes and is merged.
+void pass(scheduler& s, const char* id) {
+  auto i = at(s, id);
+  s.worker_phase(i, task_event::work_done);
+  s.attempt_ended(i, attempt_end::done, "");
+  s.merge_ended(i, merge_end::merged, "");
+}
+
+} // namespace
+
+CAF_TEST(once the cost reaches the budget no task starts and the run pauses) {
+  rules r;
+  r.max_concurrency = 1;
+  r.budget.max_cost_usd = 0.03;
+  auto s = make_scheduler(
+    {make("a", {"a"}), make("b", {"b"}), make("c", {"c"}), make("d", {"d"})},
+    r);
+  s.start();
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
+  s.spent(cost(0.01));
+  pass(s, "a");
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"b"});
+  s.spent(cost(0.01));
+  pass(s, "b");
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"c"});
+  // c crosses the budget while it runs: it finishes and merges ...
+  s.spent(cost(0.0100001));
+  CAF_CHECK(s.over_budget());
+  auto c = at(s, "c");
+  s.worker_phase(c, task_event::work_done);
+  CAF_CHECK_EQUAL(show(s, s.attempt_ended(c, attempt_end::done, "")),
+                  "c:verifying>merging+merge");
+  // ... and d never starts: the run pauses with reason budget.
+  auto d = s.next();
+  CAF_CHECK(launched(s, d).empty());
+  CAF_REQUIRE(d.run);
+  CAF_CHECK_EQUAL(to_string(d.run->to), std::string{"paused"});
+  CAF_CHECK_EQUAL(d.run->reason, "budget");
+  CAF_CHECK_EQUAL(to_string(s.phase()), std::string{"pausing"});
+  CAF_CHECK_EQUAL(show(s, s.merge_ended(c, merge_end::merged, "")),
+                  "c:merging>done");
+  CAF_CHECK(launched(s, s.next()).empty());
+  CAF_CHECK_EQUAL(to_string(s.phase()), std::string{"paused"});
+  CAF_CHECK_EQUAL(to_string(s.state(at(s, "d"))), std::string{"ready"});
+}
+
+CAF_TEST(reaching means at or above and tokens are input plus output) {
+  budget b;
+  b.max_tokens = 100;
+  CAF_CHECK(!reached(b, cost(5, 60, 39)));
+  CAF_CHECK(reached(b, cost(0, 60, 40)));
+  CAF_CHECK(reached(b, cost(0, 100, 0)));
+  b = budget{};
+  b.max_cost_usd = 0.5;
+  CAF_CHECK(!reached(b, cost(0.49, 1000000, 1000000)));
+  CAF_CHECK(reached(b, cost(0.5)));
+  CAF_CHECK(!reached(budget{}, cost(1e9, 1ull << 62, 1ull << 62)));
+  // Sums saturate instead of wrapping around.
+  spend total = cost(0, ~0ull - 1, 0);
+  total += cost(0, 5, 0);
+  CAF_CHECK_EQUAL(total.input_tokens, ~0ull);
+  CAF_CHECK_EQUAL(cost(0, ~0ull, 7).tokens(), ~0ull);
+  CAF_CHECK_EQUAL(describe_reached(b, cost(0.5)),
+                  "cost $0.5000 reached maxCostUsd 0.5");
+}
+
+CAF_TEST(a run whose last task crossed the budget completes) {
+  rules r;
+  r.budget.max_tokens = 10;
+  auto s = make_scheduler({make("a", {"a"})}, r);
+  s.start();
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
+  s.spent(cost(0, 50, 50));
+  pass(s, "a");
+  auto d = s.next();
+  CAF_REQUIRE(d.run);
+  CAF_CHECK_EQUAL(to_string(d.run->to), std::string{"completed"});
+}
+
+CAF_TEST(a run resumed over its budget starts nothing) {
+  rules r;
+  r.budget.max_cost_usd = 1;
+  auto s = make_scheduler(
+    {make("a", {"a"}), make("b", {"b"})}, r,
+    {in_state(task_state::done), in_state(task_state::failed)});
+  s.spent(cost(1.5)); // the ledger's total at load
+  auto d = s.start();
+  d += s.next();
+  CAF_CHECK(launched(s, d).empty());
+  CAF_REQUIRE(d.run);
+  CAF_CHECK_EQUAL(to_string(d.run->to), std::string{"paused"});
+  CAF_CHECK_EQUAL(d.run->reason, "budget");
+  CAF_CHECK(s.finished());
+  // A raised limit (a resume with its --config) goes on.
+  r.budget.max_cost_usd = 2;
+  auto raised = make_scheduler(
+    {make("a", {"a"}), make("b", {"b"})}, r,
+    {in_state(task_state::done), in_state(task_state::failed)});
+  raised.spent(cost(1.5));
+  raised.start();
+  CAF_CHECK_EQUAL(launched(raised, raised.next()), ids{"b"});
+}
+
+CAF_TEST(a retry after the budget was reached does not start) {
+  rules r;
+  r.max_attempts = 3;
+  r.budget.max_cost_usd = 1;
+  auto s = make_scheduler({make("a", {"a"})}, r);
+  s.start();
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
+  s.spent(cost(1));
+  s.attempt_ended(at(s, "a"), attempt_end::failed, "exit 1");
+  auto d = s.next();
+  CAF_CHECK(launched(s, d).empty());
+  CAF_REQUIRE(d.run);
+  CAF_CHECK_EQUAL(d.run->reason, "budget");
+  CAF_CHECK_EQUAL(to_string(s.phase()), std::string{"paused"});
+}
+
+CAF_TEST(a resume keeps the recorded budget unless its config sets one) {
+  run_config cfg;
+  auto recorded = R"({"maxCostUsd": 0.03, "maxTokens": 500})";
+  auto b = budget_of(cfg, recorded);
+  CAF_CHECK_EQUAL(b.max_cost_usd, 0.03);
+  CAF_CHECK_EQUAL(b.max_tokens, 500u);
+  cfg.max_cost_usd = 0.06;
+  b = budget_of(cfg, recorded);
+  CAF_CHECK_EQUAL(b.max_cost_usd, 0.06);
+  CAF_CHECK_EQUAL(b.max_tokens, 500u);
+  CAF_CHECK(!budget_of(run_config{}, "{}").any());
+  CAF_CHECK(!budget_of(run_config{}, "not json").any());
+}
