@@ -69,7 +69,7 @@ CAF_TEST(a changed or new task runs again and the others are carried) {
   auto second = s.run();
   CAF_CHECK_NOT_EQUAL(second.id, first.id);
   auto t1 = s.task("t1");
-  CAF_CHECK_EQUAL(to_string(t1.state), "done");
+  CAF_CHECK_EQUAL(std::string{to_string(t1.state)}, "done");
   CAF_CHECK_EQUAL(t1.reason.value_or(""), "already merged in run " + first.id);
   CAF_CHECK_EQUAL(t1.merge_commit.value_or(""), t1_merge);
   CAF_CHECK_EQUAL(t1.attempts, 0);
