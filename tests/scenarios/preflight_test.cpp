@@ -166,3 +166,17 @@ CAF_TEST(resume refuses a run whose remaining tasks became unrunnable) {
   CAF_CHECK(after.state == paused.state);
   CAF_CHECK_EQUAL(s.ledger().attempts(after.id, "t1").size(), 1u);
 }
+
+CAF_TEST(add refuses a file whose tasks the run could not start) {
+  scenario s;
+  s.set_config(R"({"run": {"maxAttempts": 1}})");
+  s.tasks("- [ ] Fails\n  - files: f.txt\n  - run: exit 3\n");
+  CAF_REQUIRE_EQUAL(s.tf({"run", "TASKS.md"}).code, 1);
+  s.tasks("- [ ] Extra\n  - files: e.txt\n  - agent: claud\n", "EXTRA.md");
+  auto r = s.tf({"add", "EXTRA.md"});
+  CAF_CHECK_EQUAL(r.code, 2);
+  CAF_CHECK(contains(r.output, "EXTRA.md:3: agent: unknown agent preset "
+                               "\"claud\""));
+  CAF_CHECK(s.ledger().added_files(s.run().id).empty());
+  CAF_CHECK_EQUAL(s.task_rows().size(), 1u);
+}
