@@ -203,9 +203,9 @@ struct new_task {
   task_state state = task_state::pending;
   std::optional<std::string> reason;
   /// The task's content hash (tasks.content_hash).
-  std::optional<std::string> content_hash;
+  std::optional<std::string> content_hash = std::nullopt;
   /// A done task that an earlier run merged: that run's merge commit.
-  std::optional<std::string> merge_commit;
+  std::optional<std::string> merge_commit = std::nullopt;
 };
 
 /// Tasks that join an unfinished run (`taskforce add FILE`).
