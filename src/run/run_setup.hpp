@@ -5,12 +5,17 @@
 //   open_run:  refuse a damaged ledger ─▶ parse the task file ─▶ take the
 //              run lock ─▶ clean up what a killed driver left (its worker
 //              processes, stale git locks, worktrees, a half-done checkout)
-//              ─▶ create the run or pick the one to resume ─▶ refuse a
-//              dirty checkout ─▶ load_run
+//              ─▶ learn co-changes ─▶ create the run (skipping the tasks
+//              an earlier run of the file merged) or pick the one to
+//              resume ─▶ refuse the mistakes the checks before anything
+//              starts find (preflight.hpp) and a dirty checkout ─▶ load_run
+//              (on a repository without a ledger the checks come before
+//              anything is created at all)
 //   load_run:  the run as the ledger and its task files have it (the file's
 //              tasks, then those of every added file), ready for a
 //              scheduler: states, reasons, holds (a lifted hold stays
-//              lifted), approvals, what earlier attempts left.
+//              lifted), approvals, what earlier attempts left, and the
+//              learned co-change pairs as conflicts.
 //
 // No actors here: this is plain blocking code (libgit2, SQLite, files).
 // Bad input throws setup_error (the command line exits 2 with its text).
