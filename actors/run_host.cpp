@@ -115,6 +115,7 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
       task_additions more;
       more.file = run::relative_to(root, file);
       more.tasks = run::parse_task_file(root, more.file, cfg);
+      run::refuse_preflight(root, more.file, more.tasks, cfg);
       return more;
     };
     auto token = cs.token;

@@ -17,16 +17,21 @@ const char* run_help
     "gated by its verify: command and merged into the base branch as a merge\n"
     "commit. Progress is kept in .taskforce/ledger.sqlite, so a run that was\n"
     "stopped (Ctrl-C, a crash) continues with `taskforce resume` or by\n"
-    "running the same FILE again.\n\n"
+    "running the same FILE again. Once a run of FILE ended, running it again\n"
+    "skips the tasks that run merged and that did not change since.\n"
+    "Before anything starts, a shell task without run:, an unknown agent\n"
+    "preset and an agent program not on PATH are refused (exit 2, "
+    "FILE:LINE).\n\n"
     "  --max-concurrency N   workers at once (run.maxConcurrency, 3)\n"
     "  --worker NAME         shell (the task's run: command), agent, scripted\n"
     "  --mode MODE           integrate (merge each task) or assist (leave the\n"
     "                        changes uncommitted, one task at a time)\n"
     "  --events FILE         every transition as a JSON line\n"
     "  --plain               one line per transition, even on a terminal\n\n"
-    "Exit status: 0 every task done and merged; 1 the run paused, failed or\n"
-    "was aborted (Ctrl-C pauses; a second Ctrl-C stops at once); 2 bad input,\n"
-    "a dirty main checkout, or another file's run is unfinished.\n";
+    "Exit status: 0 every task done and merged (or merged before); 1 the run\n"
+    "paused, failed or was aborted (Ctrl-C pauses; a second Ctrl-C stops at\n"
+    "once); 2 bad input, a mistake found before the start, a dirty main\n"
+    "checkout, or another file's run is unfinished.\n";
 
 const char* resume_help
   = "usage: taskforce resume [--max-concurrency N] [--events FILE] "
@@ -45,7 +50,8 @@ void apply_overrides(const args& parsed, config& cfg) {
   if (parsed.has("--worker")) {
     auto w = parsed.value("--worker");
     if (w != "shell" && w != "agent" && w != "scripted")
-      throw usage_error("--worker " + w + ": expected shell, agent or scripted");
+      throw usage_error("--worker " + w
+                        + ": expected shell, agent or scripted");
     cfg.run.worker = w;
   }
   if (parsed.has("--mode")) {
@@ -66,8 +72,7 @@ void apply_overrides(const args& parsed, config& cfg) {
 
 int run_run_command(const std::vector<std::string>& argv,
                     const global_options& opts) {
-  args parsed(argv,
-              {"--max-concurrency", "--worker", "--mode", "--events"},
+  args parsed(argv, {"--max-concurrency", "--worker", "--mode", "--events"},
               {"--plain"});
   if (parsed.positionals().size() != 1)
     throw usage_error("run needs exactly one task FILE (see taskforce run "

@@ -167,6 +167,7 @@ run::steer_verdict steer_offline(const fs::path& root,
                   + " already; nothing was added",
                 false};
     added = run::parse_task_file(root, added_file, cfg);
+    run::refuse_preflight(root, added_file, added, cfg);
   }
   return run::steer_paused(sched, db, run.id, request, std::move(added),
                            added_file);

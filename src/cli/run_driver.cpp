@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <iostream>
 
@@ -84,6 +85,24 @@ void print_job_log(const std::filesystem::path& root,
   }
 }
 
+/// "t1, t2 (run A); t3 (run B)": tasks merged before, by the run that
+/// merged them.
+std::string merged_list(const std::vector<run::merged_before>& merged) {
+  std::vector<std::pair<std::string, std::string>> by_run; // run, ids
+  for (auto& m : merged) {
+    auto at = std::find_if(by_run.begin(), by_run.end(), [&](auto& r) {
+      return r.first == m.run_id;
+    });
+    if (at == by_run.end())
+      at = by_run.insert(by_run.end(), {m.run_id, ""});
+    at->second += (at->second.empty() ? "" : ", ") + m.task_id;
+  }
+  std::string text;
+  for (auto& [run, ids] : by_run)
+    text += (text.empty() ? "" : "; ") + ids + " (run " + run + ")";
+  return text;
+}
+
 } // namespace
 
 int drive_run(const drive_options& opts) {
@@ -94,6 +113,16 @@ int drive_run(const drive_options& opts) {
   } catch (const run::setup_error& e) {
     throw usage_error(e.what());
   }
+  if (!opened.merged.empty()) {
+    auto file
+      = opened.run ? opened.run->file : run::relative_to(opts.root, opts.file);
+    std::cout << file << ": already merged, unchanged since: "
+              << merged_list(opened.merged)
+              << (opened.run ? "; the other tasks run now\n"
+                             : "; nothing left to run\n");
+  }
+  if (!opened.run && !opened.merged.empty())
+    return exit_ok;
   if (!opened.run) {
     auto& last = *opened.completed_run;
     std::cout << "nothing to resume: run " << last.id << " (" << last.file
@@ -175,6 +204,12 @@ int drive_run(const drive_options& opts) {
   table.finish(now_ms());
   self->demonitor(host.orchestrator().address());
   host.stop();
+  // What this run merged is learned now, so `plan` shows it at once.
+  try {
+    run::learn_co_changes(opts.root, opts.cfg);
+  } catch (const std::exception& e) {
+    std::cerr << "taskforce: co-change learning: " << e.what() << '\n';
+  }
   print_job_log(opts.root, run_id);
   // Counted from the ledger's point of view: what the orchestrator recorded.
   int code = exit_failed;

@@ -49,7 +49,7 @@ struct child_key_hash {
 /// an entry's base (globs), at its base, or below it (for a glob) can share
 /// a path with it; everything else is never looked at.
 class scope_index {
-public:
+ public:
   explicit scope_index(const std::vector<task_spec>& tasks)
     : arena_(64 * files_of(tasks) + 1024) {
     // Everything sized up front: growing big arrays while thousands of
@@ -117,7 +117,7 @@ public:
     });
   }
 
-private:
+ private:
   static size_t files_of(const std::vector<task_spec>& tasks) {
     size_t count = 0;
     for (const auto& task : tasks)
@@ -181,7 +181,7 @@ private:
 } // namespace
 
 task_graph::task_graph(std::vector<task_spec> tasks, const graph_options& opts)
-  : tasks_(std::move(tasks)) {
+  : tasks_(std::move(tasks)), options_(opts) {
   size_t n = tasks_.size();
   by_id_.reserve(n);
   for (size_t i = 0; i < n; ++i)

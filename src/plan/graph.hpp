@@ -49,6 +49,12 @@ class task_graph {
     return tasks_;
   }
 
+  /// The extra inputs it was built with (to build it again with more
+  /// tasks).
+  const graph_options& options() const {
+    return options_;
+  }
+
   /// The position of the task with `id`.
   std::optional<size_t> find(std::string_view id) const;
 
@@ -121,6 +127,7 @@ class task_graph {
   void build_conflicts(const graph_options& opts);
 
   std::vector<task_spec> tasks_;
+  graph_options options_;
   std::unordered_map<std::string, size_t> by_id_;
   std::vector<std::vector<size_t>> deps_;
   std::vector<std::vector<size_t>> dependents_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <sstream>
 
 #include "src/run/scheduler.hpp"
@@ -9,13 +10,25 @@
 
 namespace taskforce::plan {
 
-plan_result make_plan(taskfile::parse_result parsed, size_t max_concurrency) {
+plan_result make_plan(taskfile::parse_result parsed, size_t max_concurrency,
+                      const graph_options& opts) {
   plan_result plan;
   plan.errors = std::move(parsed.errors);
+  plan.warnings = std::move(parsed.warnings);
   if (!plan.errors.empty())
     return plan;
-  plan.graph.emplace(std::move(parsed.tasks));
-  plan.conflicts = plan.graph->conflict_pairs();
+  if (!opts.co_change.empty()) {
+    // The pairs learning adds: those the graph without it lacks.
+    auto plain = task_graph{parsed.tasks}.conflict_pairs();
+    plan.graph.emplace(std::move(parsed.tasks), opts);
+    plan.conflicts = plan.graph->conflict_pairs();
+    std::set_difference(plan.conflicts.begin(), plan.conflicts.end(),
+                        plain.begin(), plain.end(),
+                        std::back_inserter(plan.learned));
+  } else {
+    plan.graph.emplace(std::move(parsed.tasks));
+    plan.conflicts = plan.graph->conflict_pairs();
+  }
   plan.waves = run::simulate_waves(*plan.graph, max_concurrency);
   return plan;
 }
@@ -160,16 +173,22 @@ std::string plan_json(const plan_result& plan) {
   }
   if (!plan.waves.empty())
     out += "\n  ";
-  out += "],\n  \"errors\": [";
-  for (size_t i = 0; i < plan.errors.size(); ++i) {
-    out += i ? ",\n    " : "\n    ";
-    out += "{\"line\": " + std::to_string(plan.errors[i].line)
-           + ", \"message\": ";
-    put_string(out, plan.errors[i].message);
-    out += '}';
-  }
-  if (!plan.errors.empty())
-    out += "\n  ";
+  auto put_located
+    = [&out](const char* key, const std::vector<taskfile::parse_error>& xs) {
+        out += "],\n  \"";
+        out += key;
+        out += "\": [";
+        for (size_t i = 0; i < xs.size(); ++i) {
+          out += i ? ",\n    " : "\n    ";
+          out += "{\"line\": " + std::to_string(xs[i].line) + ", \"message\": ";
+          put_string(out, xs[i].message);
+          out += '}';
+        }
+        if (!xs.empty())
+          out += "\n  ";
+      };
+  put_located("errors", plan.errors);
+  put_located("warnings", plan.warnings);
   out += "]\n}";
   return out;
 }
@@ -281,15 +300,28 @@ std::string plan_text(const plan_result& plan, size_t width) {
     any_held = true;
     out << "  " << task.id << ": " << task.hold_reason.value_or("") << '\n';
   }
+  // Each task with its later partners, one line per task.
+  auto put_pairs = [&](const std::vector<std::pair<size_t, size_t>>& pairs) {
+    for (size_t i = 0; i < pairs.size();) {
+      auto first = pairs[i].first;
+      std::string line = "  " + g.task(first).id + ":";
+      for (; i < pairs.size() && pairs[i].first == first; ++i)
+        line += " " + g.task(pairs[i].second).id;
+      out << line << '\n';
+    }
+  };
+  std::vector<std::pair<size_t, size_t>> declared;
+  std::set_difference(plan.conflicts.begin(), plan.conflicts.end(),
+                      plan.learned.begin(), plan.learned.end(),
+                      std::back_inserter(declared));
   out << "\nconflicts (never at the same time):\n";
-  if (plan.conflicts.empty())
+  if (declared.empty())
     out << "  none\n";
-  for (size_t i = 0; i < plan.conflicts.size();) {
-    auto first = plan.conflicts[i].first;
-    std::string line = "  " + g.task(first).id + ":";
-    for (; i < plan.conflicts.size() && plan.conflicts[i].first == first; ++i)
-      line += " " + g.task(plan.conflicts[i].second).id;
-    out << line << '\n';
+  put_pairs(declared);
+  if (!plan.learned.empty()) {
+    out << "\nlearned conflicts (their files changed together in earlier "
+           "tasks):\n";
+    put_pairs(plan.learned);
   }
   out << "\nwaves:\n";
   if (plan.waves.empty())

@@ -10,6 +10,7 @@
 
 #include "src/git/git.hpp"
 #include "src/proc/registry.hpp"
+#include "src/run/preflight.hpp"
 #include "src/scope/coverage.hpp"
 #include "src/taskfile/parse.hpp"
 #include "src/text/file.hpp"
@@ -92,6 +93,52 @@ void refuse_dirty(git::repository& repo,
       + join(std::vector<std::string>(touched.begin(), touched.end())));
 }
 
+/// The tasks of `specs` that the last run of `file_rel` (completed or
+/// aborted) had done and merged, whose content did not change since and
+/// whose merge commit the base branch still holds.
+std::vector<merged_before>
+find_merged_before(const store::ledger& db, git::repository& repo,
+                   const std::string& file_rel, const std::string& base_branch,
+                   const std::vector<task_spec>& specs) {
+  std::vector<merged_before> out;
+  auto last = db.latest_run_of(file_rel);
+  if (!last
+      || (last->state != run_state::completed
+          && last->state != run_state::aborted))
+    return out;
+  auto tip = git::branch_tip(repo, base_branch);
+  if (!tip)
+    return out;
+  std::map<std::string, store::task_row> rows;
+  for (auto& r : db.tasks(last->id))
+    rows[r.id] = r;
+  for (auto& s : specs) {
+    auto found = rows.find(s.id);
+    if (s.done || found == rows.end())
+      continue;
+    auto& r = found->second;
+    if (r.state != task_state::done || !r.merge_commit || !r.content_hash
+        || *r.content_hash != task_content_hash(s))
+      continue;
+    // The base may have been reset since: the work must still be in it.
+    bool in_base = false;
+    try {
+      in_base = git::is_ancestor(repo, *r.merge_commit, *tip);
+    } catch (const std::exception&) {
+      in_base = false; // the commit is gone
+    }
+    if (!in_base)
+      continue;
+    // A task carried over by a rerun names the run that merged it.
+    auto run_id = last->id;
+    const std::string prefix = "already merged in run ";
+    if (r.reason && r.reason->rfind(prefix, 0) == 0)
+      run_id = r.reason->substr(prefix.size());
+    out.push_back({s.id, run_id, *r.merge_commit});
+  }
+  return out;
+}
+
 std::string config_json_of(const config& cfg) {
   auto all = nlohmann::json::parse(config_json(cfg), nullptr, false);
   if (all.is_object() && all.contains("run"))
@@ -109,7 +156,60 @@ store::new_task new_task_of(const task_spec& spec) {
   nt.state = spec.done ? task_state::done : task_state::pending;
   if (spec.done)
     nt.reason = "checked in the task file";
+  nt.content_hash = task_content_hash(spec);
   return nt;
+}
+
+std::string task_content_hash(const task_spec& spec) {
+  // Each value with its length, so no two tasks read the same.
+  std::string text;
+  auto put = [&text](const char* key, const std::string& value) {
+    text += key;
+    text += ' ';
+    text += std::to_string(value.size());
+    text += ':';
+    text += value;
+    text += '\n';
+  };
+  auto put_opt = [&](const char* key, const std::optional<std::string>& v) {
+    if (v)
+      put(key, *v);
+  };
+  auto put_list = [&](const char* key, const std::vector<std::string>& xs) {
+    for (auto& x : xs)
+      put(key, x);
+  };
+  put("id", spec.id);
+  put("title", spec.title);
+  put("body", spec.body);
+  put_list("dep", spec.deps);
+  put_list("file", spec.files);
+  put_list("lock", spec.locks);
+  put("priority", std::to_string(spec.priority));
+  put_opt("verify", spec.verify);
+  put_opt("run", spec.run);
+  put_opt("agent", spec.agent);
+  put_opt("model", spec.model);
+  put_opt("risk", spec.risk);
+  if (spec.timeout_ms)
+    put("timeout", std::to_string(*spec.timeout_ms));
+  if (spec.design)
+    put("design", "1");
+  return store::content_hash(text);
+}
+
+void refuse_preflight(const fs::path& root, const std::string& file_rel,
+                      const std::vector<task_spec>& tasks, const config& cfg) {
+  auto found = preflight(tasks, {cfg.run, root.string(), current_path()});
+  if (found.empty())
+    return;
+  std::string msg;
+  for (auto& f : found) {
+    if (!msg.empty())
+      msg += "\ntaskforce: ";
+    msg += taskfile::format_error(file_rel, {f.line, f.message});
+  }
+  throw setup_error(msg);
 }
 
 std::string relative_to(const fs::path& root, const std::string& file) {
@@ -128,7 +228,15 @@ std::vector<task_spec> parse_task_file(const fs::path& root,
   popts.working_directory = root.string();
   popts.repository = root.string();
   auto parsed = taskfile::parse(text, file_rel, popts);
+  // A warning of the parse (checkboxes that are not tasks) refuses a run:
+  // it would run something else than the file says.
+  parsed.errors.insert(parsed.errors.end(), parsed.warnings.begin(),
+                       parsed.warnings.end());
   if (!parsed.ok()) {
+    std::stable_sort(parsed.errors.begin(), parsed.errors.end(),
+                     [](const auto& a, const auto& b) {
+                       return a.line < b.line;
+                     });
     std::string msg;
     for (auto& e : parsed.errors) {
       if (!msg.empty())
@@ -164,7 +272,10 @@ loaded_run load_run(const fs::path& root, const store::ledger& db,
       throw setup_error(row->file + ": task " + s.id + " is not part of run "
                         + run_id
                         + " (the file changed); abort the run to start over");
-  out.graph = plan::task_graph{std::move(specs)};
+  plan::graph_options gopts;
+  if (cfg.run.co_change_learning)
+    gopts.co_change = db.co_change_pairs(cfg.run.co_change_min_count);
+  out.graph = plan::task_graph{std::move(specs), gopts};
   std::vector<task_state> states;
   std::vector<std::string> reasons;
   std::vector<bool> lifted;
@@ -203,6 +314,33 @@ loaded_run load_run(const fs::path& root, const store::ledger& db,
   return out;
 }
 
+size_t learn_co_changes(git::repository& repo, store::ledger& db) {
+  size_t counted = 0;
+  for (auto& m : db.co_change_uncounted()) {
+    std::vector<std::string> files;
+    try {
+      auto parent = git::resolve(repo, m.merge_commit + "^1");
+      files = git::paths_between(repo, parent, m.merge_commit);
+    } catch (const std::exception&) {
+      // The commit is gone or has no parent: nothing to learn from it,
+      // and nothing to look at again.
+      files.clear();
+    }
+    if (db.record_co_change(m.run_id, m.task_id, files))
+      ++counted;
+  }
+  return counted;
+}
+
+void learn_co_changes(const fs::path& root, const config& cfg) {
+  if (!cfg.run.co_change_learning)
+    return;
+  git::library lib;
+  auto repo = git::open(root);
+  auto db = store::ledger::open(state_dir(root) / store::ledger_file_name);
+  learn_co_changes(repo, db);
+}
+
 open_result open_run(const open_options& opts) {
   auto& root = opts.root;
   auto& cfg = opts.cfg;
@@ -231,8 +369,10 @@ open_result open_run(const open_options& opts) {
   if (!opts.file.empty()) {
     file_rel = relative_to(root, opts.file);
     specs = parse_task_file(root, file_rel, cfg);
-    if (!had_state)
+    if (!had_state) {
+      refuse_preflight(root, file_rel, specs, cfg);
       refuse_dirty(repo, {file_rel}, cfg, specs, {});
+    }
   } else if (!had_state) {
     throw setup_error("no run to resume in " + root.string());
   }
@@ -255,6 +395,9 @@ open_result open_run(const open_options& opts) {
   git::complete_checkout(repo);
 
   auto db = store::ledger::open(dir / store::ledger_file_name);
+  // What earlier runs merged is learned before the new graph is built.
+  if (cfg.run.co_change_learning)
+    learn_co_changes(repo, db);
   auto unfinished = db.latest_unfinished_run();
   std::string run_id;
   if (opts.file.empty()) {
@@ -279,15 +422,34 @@ open_result open_run(const open_options& opts) {
     run_id = unfinished->id;
   }
 
+  std::vector<merged_before> open_merged;
   std::string base_branch;
   if (run_id.empty()) {
-    // A new run.
-    refuse_dirty(repo, {file_rel}, cfg, specs, {});
+    // A new run. Tasks an earlier run of the file merged (same content,
+    // still in the base) are not run again.
     base_branch = cfg.run.base_branch.empty() ? git::head_branch(repo)
                                               : cfg.run.base_branch;
     if (!git::branch_tip(repo, base_branch))
       throw setup_error("base branch " + base_branch
                         + " has no commit yet; commit something first");
+    auto merged = find_merged_before(db, repo, file_rel, base_branch, specs);
+    std::map<std::string, const merged_before*> carried;
+    for (auto& m : merged)
+      carried[m.task_id] = &m;
+    std::vector<task_spec> left;
+    for (auto& s : specs)
+      if (!s.done && carried.count(s.id) == 0)
+        left.push_back(s);
+    if (left.empty() && !merged.empty()) {
+      open_result r;
+      r.merged = std::move(merged);
+      return r;
+    }
+    refuse_preflight(root, file_rel, left, cfg);
+    std::set<std::string> done;
+    for (auto& m : merged)
+      done.insert(m.task_id);
+    refuse_dirty(repo, {file_rel}, cfg, specs, done);
     store::new_run nr;
     auto now = store::wall_clock_ms();
     nr.id = store::new_run_id(now);
@@ -296,10 +458,18 @@ open_result open_run(const open_options& opts) {
     nr.base_branch = base_branch;
     nr.max_concurrency = cfg.run.max_concurrency;
     nr.config_json = config_json_of(cfg);
-    for (auto& s : specs)
-      nr.tasks.push_back(new_task_of(s));
+    for (auto& s : specs) {
+      auto nt = new_task_of(s);
+      if (auto c = carried.find(s.id); c != carried.end()) {
+        nt.state = task_state::done;
+        nt.reason = "already merged in run " + c->second->run_id;
+        nt.merge_commit = c->second->merge_commit;
+      }
+      nr.tasks.push_back(std::move(nt));
+    }
     db.create_run(nr, now);
     run_id = nr.id;
+    open_merged = std::move(merged);
   } else {
     // Resuming: the run as its files have it now, checked against the
     // checkout before anything changes.
@@ -313,6 +483,23 @@ open_result open_run(const open_options& opts) {
     }
     auto files = loaded.added_files;
     files.push_back(file_rel);
+    // The run's file, then each added file: a task numbered 1 starts the
+    // next one (each has at least one task).
+    std::vector<std::string> sources{file_rel};
+    sources.insert(sources.end(), loaded.added_files.begin(),
+                   loaded.added_files.end());
+    size_t source = 0;
+    std::vector<task_spec> left;
+    for (size_t i = 0; i < all.size(); ++i) {
+      if (i > 0 && all[i].index == 1) {
+        refuse_preflight(root, sources[source], left, cfg);
+        left.clear();
+        source = std::min(source + 1, sources.size() - 1);
+      }
+      if (done.count(all[i].id) == 0)
+        left.push_back(all[i]);
+    }
+    refuse_preflight(root, sources[source], left, cfg);
     refuse_dirty(repo, files, cfg, all, done);
     base_branch = loaded.run.base_branch;
     // Attempts a killed driver cut short become interrupted and a running
@@ -339,6 +526,7 @@ open_result open_run(const open_options& opts) {
         && in_use.count(*row.worktree) == 0)
       spares.push_back(*row.worktree);
   open_result r;
+  r.merged = std::move(open_merged);
   r.run.emplace(opened_run{std::move(lib), std::move(repo), std::move(lock),
                            std::move(db), file_rel, base_branch,
                            std::move(loaded), std::move(spares)});

@@ -5,12 +5,17 @@
 //   open_run:  refuse a damaged ledger ─▶ parse the task file ─▶ take the
 //              run lock ─▶ clean up what a killed driver left (its worker
 //              processes, stale git locks, worktrees, a half-done checkout)
-//              ─▶ create the run or pick the one to resume ─▶ refuse a
-//              dirty checkout ─▶ load_run
+//              ─▶ learn co-changes ─▶ create the run (skipping the tasks
+//              an earlier run of the file merged) or pick the one to
+//              resume ─▶ refuse the mistakes the checks before anything
+//              starts find (preflight.hpp) and a dirty checkout ─▶ load_run
+//              (on a repository without a ledger the checks come before
+//              anything is created at all)
 //   load_run:  the run as the ledger and its task files have it (the file's
 //              tasks, then those of every added file), ready for a
 //              scheduler: states, reasons, holds (a lifted hold stays
-//              lifted), approvals, what earlier attempts left.
+//              lifted), approvals, what earlier attempts left, and the
+//              learned co-change pairs as conflicts.
 //
 // No actors here: this is plain blocking code (libgit2, SQLite, files).
 // Bad input throws setup_error (the command line exits 2 with its text).
@@ -72,8 +77,22 @@ std::vector<task_spec> parse_task_file(const std::filesystem::path& root,
                                        const config& cfg);
 
 /// The ledger's row for a task the file gives: pending, or done when the
-/// file checks it.
+/// file checks it; with its content hash.
 store::new_task new_task_of(const task_spec& spec);
+
+/// A fingerprint of the task as its file says it: its id and everything
+/// that shapes its work (title, body, deps, files, locks, priority, gate,
+/// run, agent, model, risk, timeout), not where it stands in the file nor
+/// whether it is checked. A later run of the file knows a task it already
+/// merged by it.
+std::string task_content_hash(const task_spec& spec);
+
+/// Refuses (setup_error, every finding as `FILE:LINE: message`) the tasks
+/// of `file_rel` that would run (the not-done ones) when the checks before
+/// anything starts find a mistake in them (see preflight.hpp).
+void refuse_preflight(const std::filesystem::path& root,
+                      const std::string& file_rel,
+                      const std::vector<task_spec>& tasks, const config& cfg);
 
 /// `file` relative to `root` when it lies inside, else absolute.
 std::string relative_to(const std::filesystem::path& root,
@@ -116,18 +135,44 @@ struct opened_run {
   std::vector<std::string> spares;
 };
 
+/// A task of the file that an earlier run merged, with the same content:
+/// a new run of the file does not run it again.
+struct merged_before {
+  std::string task_id;
+  /// The run that merged it.
+  std::string run_id;
+  std::string merge_commit;
+};
+
 /// What open_run found.
 struct open_result {
   /// The run to drive; empty when there is nothing to resume because the
-  /// latest run completed (`completed_run` names it).
+  /// latest run completed (`completed_run` names it), or when every task
+  /// of the file was merged before (`merged` lists them).
   std::optional<opened_run> run;
   std::optional<store::run_row> completed_run;
+  /// A new run of a file whose last run ended: its tasks that were merged
+  /// then and did not change since. The new run has them done (reason
+  /// "already merged in run ID", the merge commit of then); when no other
+  /// task is left, no run is created.
+  std::vector<merged_before> merged;
 };
 
 /// Takes the run lock and prepares the run to drive (see the top of this
 /// file). Throws setup_error for bad input or a lock held by another
 /// process.
 open_result open_run(const open_options& opts);
+
+/// Co-change learning: counts every task that merged work of its own and
+/// was not counted yet (see ledger::co_change_uncounted) with the files its
+/// merge brought (the merge commit against its first parent). Counting is
+/// idempotent, so a kill at any point loses nothing and counts nothing
+/// twice. Returns how many tasks it counted. Call it holding the run lock.
+size_t learn_co_changes(git::repository& repo, store::ledger& db);
+
+/// learn_co_changes on the repository at `root` and its ledger, when
+/// `cfg.run.co_change_learning` is on (a run just ended).
+void learn_co_changes(const std::filesystem::path& root, const config& cfg);
 
 /// The `.taskforce` folder of a repository.
 std::filesystem::path state_dir(const std::filesystem::path& root);

@@ -699,7 +699,7 @@ steer_result scheduler::add(std::vector<task_spec> specs) {
     s.index = all.size() + 1;
     all.push_back(std::move(s));
   }
-  graph_ = plan::task_graph{std::move(all)};
+  graph_ = plan::task_graph{std::move(all), graph_.options()};
   // Positions are stable, but the ready set's keys and conflicts may have
   // changed: rebuild what derives from the graph.
   records_.resize(graph_.size());

@@ -112,6 +112,7 @@ void columns(task_row& t, F&& f) {
   f("coalesce(u.c, 0)", t.usage.cost_usd);
   f("t.hold_lifted", t.hold_lifted);
   f("t.session", t.session);
+  f("t.content_hash", t.content_hash);
 }
 
 template<class F>
@@ -150,6 +151,7 @@ struct queries {
   std::string run_by_id;
   std::string latest_run;
   std::string latest_unfinished_run;
+  std::string latest_run_of_file;
   std::string all_runs;
   std::string task_by_id;
   std::string tasks_of_run;
@@ -168,6 +170,9 @@ const queries& sql() {
                               + "WHERE state IN ('running', 'paused') "
                                 "AND (?1 IS NULL OR file = ?1) "
                                 "ORDER BY created_ms DESC, rowid DESC LIMIT 1";
+    q.latest_run_of_file = runs
+                           + "WHERE file = ?1 "
+                             "ORDER BY created_ms DESC, rowid DESC LIMIT 1";
     q.all_runs = runs + "ORDER BY created_ms DESC, rowid DESC";
     // ?1 is the run; the usage of each task's attempts is summed.
     auto tasks = "SELECT " + sqlite::select_list<task_row>()
@@ -390,13 +395,14 @@ void insert_task(sqlite::connection& c, const std::string& run_id,
                          "task " + t.id + " appears twice in run " + run_id);
   }
   auto st = c.use("INSERT INTO tasks (run_id, task_id, idx, title, state, "
-                  "reason, finished_ms, updated_ms) "
-                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)");
+                  "reason, finished_ms, updated_ms, content_hash, "
+                  "merge_commit) "
+                  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)");
   st.bind(1, run_id).bind(2, t.id).bind(3, index).bind(4, t.title);
   st.bind(5, to_string(t.state)).bind(6, t.reason);
   st.bind(7, sets_finished(t.state) ? std::optional<int64_t>{now_ms}
                                     : std::nullopt);
-  st.bind(8, now_ms);
+  st.bind(8, now_ms).bind(9, t.content_hash).bind(10, t.merge_commit);
   st.run();
 }
 
@@ -717,6 +723,12 @@ std::optional<run_row> ledger::find_run(const std::string& run_id) const {
   return load_run(*db_, run_id);
 }
 
+std::optional<run_row> ledger::latest_run_of(const std::string& file) const {
+  return select_one<run_row>(*db_, sql().latest_run_of_file, [&](auto& st) {
+    st.bind(1, file);
+  });
+}
+
 std::optional<run_row> ledger::latest_run() const {
   return select_one<run_row>(*db_, sql().latest_run, [](auto&) {});
 }
@@ -917,6 +929,76 @@ std::optional<task_history> ledger::history(const std::string& run_id,
   });
   txn.commit();
   return result;
+}
+
+// --- co-change learning ----------------------------------------------------
+
+bool ledger::record_co_change(const std::string& run_id,
+                              const std::string& task_id,
+                              const std::vector<std::string>& files) {
+  auto& c = *db_;
+  sqlite::transaction txn{c, true};
+  if (!load_task(c, run_id, task_id))
+    throw ledger_error(ledger_errc::not_found,
+                       "no " + task_name(run_id, task_id));
+  {
+    auto st = c.use("INSERT OR IGNORE INTO co_change_tasks (run_id, task_id) "
+                    "VALUES (?1, ?2)");
+    st.bind(1, run_id).bind(2, task_id);
+    st.run();
+    if (c.changes() == 0)
+      return false; // counted before
+  }
+  std::vector<std::string> sorted = files;
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  bool counted = sorted.size() <= co_change_max_files;
+  if (counted) {
+    for (size_t i = 0; i < sorted.size(); ++i)
+      for (size_t j = i + 1; j < sorted.size(); ++j) {
+        auto st = c.use("INSERT INTO co_changes (file_a, file_b, count) "
+                        "VALUES (?1, ?2, 1) ON CONFLICT (file_a, file_b) "
+                        "DO UPDATE SET count = count + 1");
+        st.bind(1, sorted[i]).bind(2, sorted[j]);
+        st.run();
+      }
+  }
+  txn.commit();
+  return counted;
+}
+
+std::vector<merged_task> ledger::co_change_uncounted() const {
+  std::vector<merged_task> out;
+  auto st = db_->use(
+    "SELECT t.run_id, t.task_id, t.merge_commit FROM tasks t "
+    "JOIN runs r ON r.id = t.run_id "
+    "WHERE t.state = 'done' AND t.merge_commit IS NOT NULL "
+    "AND t.attempts > 0 AND NOT EXISTS (SELECT 1 FROM co_change_tasks c "
+    "WHERE c.run_id = t.run_id AND c.task_id = t.task_id) "
+    "ORDER BY r.created_ms, t.run_id, t.finished_ms, t.idx");
+  while (st.step())
+    out.push_back({st.text(0), st.text(1), st.text(2)});
+  return out;
+}
+
+bool ledger::co_change_counted(const std::string& run_id,
+                               const std::string& task_id) const {
+  auto st = db_->use("SELECT 1 FROM co_change_tasks "
+                     "WHERE run_id = ?1 AND task_id = ?2");
+  st.bind(1, run_id).bind(2, task_id);
+  return st.step();
+}
+
+std::vector<std::pair<std::string, std::string>>
+ledger::co_change_pairs(uint64_t min_count) const {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  auto st = db_->use("SELECT file_a, file_b FROM co_changes WHERE count >= ?1 "
+                     "ORDER BY file_a, file_b");
+  st.bind(
+    1, static_cast<int64_t>(std::min<uint64_t>(min_count, uint64_t{1} << 62)));
+  while (st.step())
+    pairs.emplace_back(st.text(0), st.text(1));
+  return pairs;
 }
 
 // --- recovery ----------------------------------------------------------------

@@ -59,6 +59,10 @@ int64_t wall_clock_ms();
 /// branch names `taskforce/<run>/<task>` never collide with old ones.
 std::string new_run_id(int64_t now_ms);
 
+/// The most files a completed task may have changed to be counted by
+/// co-change learning.
+constexpr size_t co_change_max_files = 64;
+
 /// A short fingerprint of a task file's content (`fnv1a64:<16 hex>`), to
 /// notice that a file changed between runs.
 std::string content_hash(std::string_view bytes);
@@ -158,6 +162,9 @@ struct task_row {
   bool hold_lifted = false;
   /// The agent session its worker reported, to continue it.
   std::optional<std::string> session;
+  /// The task as its file said it (`task_content_hash`), to know it again
+  /// in a later run of the file; null in ledgers written before.
+  std::optional<std::string> content_hash;
 };
 
 /// One row of `attempts`.
@@ -207,6 +214,10 @@ struct new_task {
   /// pending, or done / held / skipped when the file says so.
   task_state state = task_state::pending;
   std::optional<std::string> reason;
+  /// The task's content hash (tasks.content_hash).
+  std::optional<std::string> content_hash = std::nullopt;
+  /// A done task that an earlier run merged: that run's merge commit.
+  std::optional<std::string> merge_commit = std::nullopt;
 };
 
 /// Tasks that join an unfinished run (`taskforce add FILE`).
@@ -366,6 +377,14 @@ struct job_row {
   store::usage usage;
 };
 
+/// A task that merged its own work (see `co_change_uncounted`).
+struct merged_task {
+  std::string run_id;
+  std::string task_id;
+  /// The commit on the base branch that brought its work in.
+  std::string merge_commit;
+};
+
 /// What `taskforce logs TASK` shows.
 struct task_history {
   /// Gate tail, conflict paths, branch, worktree, merge commit.
@@ -422,6 +441,10 @@ class ledger {
 
   /// The run, or nullopt.
   std::optional<run_row> find_run(const std::string& run_id) const;
+
+  /// The most recently created run of `file` (relative to the repository),
+  /// whatever its state, or nullopt.
+  std::optional<run_row> latest_run_of(const std::string& file) const;
 
   /// The most recently created run, or nullopt when there is none.
   std::optional<run_row> latest_run() const;
@@ -522,6 +545,32 @@ class ledger {
   int schema_version() const {
     return version_;
   }
+
+  // -- co-change learning --
+
+  /// Counts task `task_id` of run `run_id` as a completed task that changed
+  /// `files`: each pair of them (order and duplicates do not matter) gains
+  /// one, in one transaction with the mark that the task was counted. A
+  /// task is counted once (false when it was already, or when it changed
+  /// more than `co_change_max_files` files: a sweeping change says nothing
+  /// about which files belong together, and would cost n^2 rows). Throws
+  /// not_found when the task does not exist.
+  bool record_co_change(const std::string& run_id, const std::string& task_id,
+                        const std::vector<std::string>& files);
+
+  /// Done tasks that merged work of their own (a merge commit and at least
+  /// one attempt: not carried over from an earlier run) and that
+  /// record_co_change has not counted yet, oldest first.
+  std::vector<merged_task> co_change_uncounted() const;
+
+  /// Whether the task was counted by record_co_change (or skipped by it).
+  bool co_change_counted(const std::string& run_id,
+                         const std::string& task_id) const;
+
+  /// The learned pairs seen in at least `min_count` completed tasks, each
+  /// (a, b) with a < b, in that order.
+  std::vector<std::pair<std::string, std::string>>
+  co_change_pairs(uint64_t min_count) const;
 
   // -- recovery --
 

@@ -90,11 +90,18 @@ bool key_value(std::string_view s, std::string_view& key,
 } // namespace
 
 std::vector<raw_task> read_checklist(std::string_view text,
-                                     std::vector<parse_error>& errors) {
+                                     std::vector<parse_error>& errors,
+                                     std::vector<parse_error>& warnings) {
   std::vector<raw_task> tasks;
   raw_task* current = nullptr;
   size_t current_indent = 0;
   bool in_fence = false;
+  // Inside a headings-format task (its heading's level), and the first
+  // such heading with how many there are, for the warning.
+  size_t heading_task = 0;
+  size_t first_heading = 0;
+  std::string first_heading_text;
+  size_t headings = 0;
   auto lines = split_lines(text);
   // A task takes a few lines; reserving avoids moving them all as it grows.
   tasks.reserve(lines.size() / 4 + 1);
@@ -118,8 +125,25 @@ std::vector<raw_task> read_checklist(std::string_view text,
         add_body();
       continue;
     }
+    if (auto level = task_heading_level(line); level > 0) {
+      if (headings++ == 0) {
+        first_heading = number;
+        first_heading_text = std::string{trimmed};
+      }
+      heading_task = level;
+      current = nullptr;
+      continue;
+    }
+    if (heading_task > 0 && !trimmed.empty() && trimmed[0] == '#') {
+      auto level = trimmed.find_first_not_of('#');
+      if (level != std::string_view::npos && level <= heading_task
+          && (trimmed[level] == ' ' || trimmed[level] == '\t'))
+        heading_task = 0; // a section of its own ends the task's
+    }
     std::string_view title;
     auto kind = checkbox(trimmed, title);
+    if (heading_task > 0 && kind != box::none)
+      continue; // an acceptance criterion of the heading's task
     bool nested = current && indent > current_indent;
     if ((kind == box::open || kind == box::checked) && !nested) {
       raw_task task;
@@ -184,6 +208,15 @@ std::vector<raw_task> read_checklist(std::string_view text,
     }
     add_body();
   }
+  if (headings > 0)
+    warnings.push_back(
+      {first_heading,
+       "\"" + first_heading_text + "\" is a task of the headings format"
+         + (headings > 1 ? " (like " + std::to_string(headings - 1)
+                             + " more headings here)"
+                         : std::string{})
+         + "; read as a checklist, the checkboxes under it are not tasks: "
+           "use --format headings (or run.taskFormat \"headings\")"});
   return tasks;
 }
 

@@ -145,6 +145,19 @@ bool take_design_marker(std::string& title) {
 
 } // namespace
 
+size_t task_heading_level(std::string_view line) {
+  if (indentation(line) >= 4)
+    return 0; // indented: a code block, not a heading
+  auto trimmed = trim(line);
+  auto level = heading_level(trimmed);
+  if (level == 0)
+    return 0;
+  std::string number;
+  std::string_view title;
+  auto kind = task_heading(trimmed.substr(level), number, title);
+  return kind == heading::open || kind == heading::checked ? level : 0;
+}
+
 std::vector<raw_task>
 read_headings(std::string_view text,
               const std::map<std::string, std::string>& fields,

@@ -30,7 +30,7 @@ parse_result parse(std::string_view text, const std::string& file,
     if (output)
       raw = read_parser_output(*output, errors);
   } else if (opts.format == "checklist") {
-    raw = read_checklist(text, errors);
+    raw = read_checklist(text, errors, result.warnings);
   } else if (opts.format == "headings") {
     raw = read_headings(text, opts.fields, errors);
   } else {

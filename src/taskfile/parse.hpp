@@ -60,6 +60,9 @@ struct parse_error {
 struct parse_result {
   std::vector<task_spec> tasks;
   std::vector<parse_error> errors;
+  /// What is probably not meant the way it reads (checkboxes under a
+  /// headings-format task read as a checklist); nothing is refused for it.
+  std::vector<parse_error> warnings;
 
   bool ok() const {
     return errors.empty();

@@ -64,9 +64,16 @@ std::string lower(std::string_view s);
 /// `s` without one pair of backticks wrapping it whole.
 std::string_view strip_backticks(std::string_view s);
 
-/// The checklist reader.
+/// The checklist reader. Checkboxes under a headings-format task
+/// (`### 1. [ ] Title`) are that task's acceptance criteria, not tasks: they
+/// are left out, with a warning naming `--format headings`.
 std::vector<raw_task> read_checklist(std::string_view text,
-                                     std::vector<parse_error>& errors);
+                                     std::vector<parse_error>& errors,
+                                     std::vector<parse_error>& warnings);
+
+/// The markdown heading level (1-6) of `line` when it is a headings-format
+/// task (`### 1. [ ] Title`, `## 2. [x] Title`), else 0.
+size_t task_heading_level(std::string_view line);
 
 /// The headings reader; `fields` maps extra labels to canonical names.
 std::vector<raw_task>

@@ -36,6 +36,8 @@ struct task_spec {
   /// The shell worker's command.
   std::optional<std::string> run;
   std::optional<std::string> agent;
+  /// The line of the `agent:` value (0 when absent).
+  size_t agent_line = 0;
   /// `provider/model[#variant]`.
   std::optional<std::string> model;
   std::optional<std::string> risk;

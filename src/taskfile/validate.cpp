@@ -346,8 +346,10 @@ std::vector<task_spec> validate(std::vector<raw_task> raw,
       auto text = strip_backticks(f->text);
       if (text.empty() || has_blank(text))
         fail(f, "agent: " + in_quotes(text) + " is not an agent id (one word)");
-      else
+      else {
         task.agent = std::string{text};
+        task.agent_line = f->line;
+      }
     }
     if (auto f = field("model")) {
       auto text = strip_backticks(f->text);

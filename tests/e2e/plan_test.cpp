@@ -72,7 +72,18 @@ CAF_TEST(the seed checklist example plans to the documented JSON) {
   auto r = taskforce_cli(
     {"plan", example("tasks.example.md").string(), "--json"}, repo.dir.path());
   CAF_CHECK_EQUAL(r.status, 0);
-  CAF_CHECK_EQUAL(r.err, "");
+  // No task has a run: line: the shell worker (the default) could not run
+  // them, which plan notes without refusing the file.
+  auto no_run = [](int n) {
+    return "task t" + std::to_string(n)
+           + " has no run: command for the shell worker (run.worker "
+             "\"shell\"); add a run: line, or agent: NAME to give it to an "
+             "agent";
+  };
+  auto file = example("tasks.example.md").string();
+  CAF_CHECK_EQUAL(r.err, file + ":3: warning: " + no_run(1) + "\n" + file
+                           + ":6: warning: " + no_run(2) + "\n" + file
+                           + ":9: warning: " + no_run(3) + "\n");
   auto expected = json::parse(R"({
     "tasks": [
       {"id": "t1", "index": 1, "line": 3, "title": "Add cache to the auth module",
@@ -95,8 +106,11 @@ CAF_TEST(the seed checklist example plans to the documented JSON) {
     ],
     "conflicts": [],
     "waves": [["t1", "t2"], ["t3"]],
-    "errors": []
+    "errors": [],
+    "warnings": []
   })");
+  for (int n = 1; n <= 3; ++n)
+    expected["warnings"].push_back({{"line", 3 * n}, {"message", no_run(n)}});
   CAF_CHECK_EQUAL(json::parse(r.out), expected);
 }
 
@@ -256,7 +270,12 @@ CAF_TEST(a custom parser command is run and its output validated) {
   auto r = taskforce_cli({"--config", "cfg.json", "plan", "T.txt", "--json"},
                          repo.dir.path());
   CAF_CHECK_EQUAL(r.status, 0);
-  CAF_CHECK_EQUAL(r.err, "");
+  // Neither task has a command for the shell worker: warnings only, at the
+  // line the parser gave (none for b).
+  CAF_CHECK(r.err.find("T.txt:1: warning: task a has no run: command")
+            != std::string::npos);
+  CAF_CHECK(r.err.find("T.txt: warning: task b has no run: command")
+            != std::string::npos);
   auto plan = json::parse(r.out);
   CAF_CHECK_EQUAL(plan["tasks"][0]["files"], json::parse(R"(["src/a.ts"])"));
   CAF_CHECK_EQUAL(plan["tasks"][1]["index"], 2);

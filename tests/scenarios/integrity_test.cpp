@@ -551,11 +551,12 @@ CAF_TEST(a worker that takes the branch of another task does not block it) {
   s.set_config(R"({"run": {"maxAttempts": 1, "continueOnError": true}})");
   // A shared lock makes t2 start once t1 is over; the worker knows the
   // run id from its environment.
-  s.tasks("- [ ] Thief\n  - files: a.txt\n  - locks: one\n"
-          "  - run: git branch taskforce/$TASKFORCE_RUN_ID/t2 && git checkout -q"
-          " taskforce/$TASKFORCE_RUN_ID/t2 && echo a > a.txt\n"
-          "- [ ] Victim\n  - files: b.txt\n  - locks: one\n"
-          "  - run: echo b > b.txt\n");
+  s.tasks(
+    "- [ ] Thief\n  - files: a.txt\n  - locks: one\n"
+    "  - run: git branch taskforce/$TASKFORCE_RUN_ID/t2 && git checkout -q"
+    " taskforce/$TASKFORCE_RUN_ID/t2 && echo a > a.txt\n"
+    "- [ ] Victim\n  - files: b.txt\n  - locks: one\n"
+    "  - run: echo b > b.txt\n");
   auto r = s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 1);
   CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"failed"});

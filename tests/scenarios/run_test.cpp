@@ -50,8 +50,7 @@ CAF_TEST(a diamond of dependencies merges in order) {
   auto merges = lines_of(git_ok(
     s.root, {"log", "--first-parent", "--merges", "--format=%H", "main"}));
   CAF_CHECK_EQUAL(merges.size(), 4u);
-  CAF_CHECK_EQUAL(read_file(s.root / "join.txt"),
-                  "base\nleft\nbase\nright\n");
+  CAF_CHECK_EQUAL(read_file(s.root / "join.txt"), "base\nleft\nbase\nright\n");
   // Merged worktrees and branches are gone.
   CAF_CHECK_EQUAL(lines_of(git_ok(s.root, {"worktree", "list"})).size(), 1u);
   CAF_CHECK_EQUAL(git_ok(s.root, {"branch", "--list", "taskforce/*"}), "");
@@ -86,9 +85,11 @@ CAF_TEST(a failing gate pauses the run and resume after fixing finishes it) {
   scenario s;
   auto flag = (s.dir.path() / "fixed.flag").string();
   s.tasks("- [ ] Gated\n  - files: g.txt\n  - run: echo g > g.txt\n"
-          "  - verify: test -f " + flag + "\n"
-          "- [ ] After\n  - files: after.txt\n  - deps: 1\n"
-          "  - run: echo after > after.txt\n");
+          "  - verify: test -f "
+          + flag
+          + "\n"
+            "- [ ] After\n  - files: after.txt\n  - deps: 1\n"
+            "  - run: echo after > after.txt\n");
   s.set_config(R"({"run": {"maxAttempts": 1, "maxRepairs": 1}})");
   auto r = s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 1);
@@ -113,7 +114,8 @@ CAF_TEST(repair does not count an attempt) {
       {"write": {"f.txt": "bad\n"}, "marker": "done"},
       {"write": {"f.txt": "good\n"}, "marker": "done"}]}})");
   s.set_config(R"({"run": {"worker": "scripted", "maxAttempts": 1,
-                  "scriptFile": ")" + script + R"("}})");
+                  "scriptFile": ")"
+               + script + R"("}})");
   s.tasks("- [ ] Fix me\n  - files: f.txt\n  - verify: grep -q good f.txt\n");
   auto r = s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 0);
@@ -132,7 +134,8 @@ CAF_TEST(a timeout kills a worker that ignores SIGTERM and its children) {
   auto script = s.script(R"({"tasks": {"t1": [
       {"hang": true, "hang_children": 2}]}})");
   s.set_config(R"({"run": {"worker": "scripted", "maxAttempts": 1,
-                  "scriptFile": ")" + script + R"("}})");
+                  "scriptFile": ")"
+               + script + R"("}})");
   s.tasks("- [ ] Hang\n  - files: h.txt\n  - timeout: 1s\n");
   auto start = std::chrono::steady_clock::now();
   auto r = s.tf({"run", "TASKS.md"});

@@ -26,8 +26,8 @@ bool contains(const std::string& text, const std::string& part) {
 proc::child start_run(scenario& s, const std::string& log) {
   s.set_config(s.config_text);
   proc::spawn_options o;
-  o.argv = {TASKFORCE_BINARY, "--repo", s.root.string(), "--config",
-            s.config.string(), "run", "TASKS.md", "--plain"};
+  o.argv = {TASKFORCE_BINARY,  "--repo", s.root.string(), "--config",
+            s.config.string(), "run",    "TASKS.md",      "--plain"};
   o.cwd = s.root.string();
   o.out = proc::stdio::file((s.dir.path() / log).string());
   o.err = proc::stdio::to_stdout();
@@ -51,8 +51,7 @@ bool wait_running(const scenario& s, const std::string& id) {
 
 std::string sleeper(const std::string& flag, const std::string& marker,
                     const std::string& file) {
-  return "test -f " + flag + " || sleep 30; echo x > " + file + " # "
-         + marker;
+  return "test -f " + flag + " || sleep 30; echo x > " + file + " # " + marker;
 }
 
 } // namespace
@@ -61,8 +60,8 @@ CAF_TEST(ctrl c pauses gracefully and resume finishes the run) {
   scenario s;
   auto marker = "tfint" + std::to_string(::getpid());
   auto flag = (s.dir.path() / "go.flag").string();
-  s.tasks("- [ ] Slow\n  - files: a.txt\n  - run: " + sleeper(flag, marker,
-                                                             "a.txt")
+  s.tasks("- [ ] Slow\n  - files: a.txt\n  - run: "
+          + sleeper(flag, marker, "a.txt")
           + "\n- [ ] Slow too\n  - files: b.txt\n  - run: "
           + sleeper(flag, marker, "b.txt") + "\n");
   auto child = start_run(s, "int.log");
@@ -83,8 +82,8 @@ CAF_TEST(ctrl c pauses gracefully and resume finishes the run) {
   CAF_CHECK_EQUAL(s.task("t1").attempts, 1);
 }
 
-CAF_TEST(a second driver is refused and abort from another process stops
-           the run) {
+CAF_TEST(
+  a second driver is refused and abort from another process stops the run) {
   scenario s;
   auto marker = "tfabort" + std::to_string(::getpid());
   auto flag = (s.dir.path() / "never.flag").string();

@@ -367,3 +367,47 @@ CAF_TEST(default ids and heading numbers are valid ids) {
   auto bad = parse("### " + long_number + ". [ ] Long\n", "T.md", h);
   CAF_CHECK(has_error(bad, 1, "is not an id"));
 }
+
+CAF_TEST(a headings file read as a checklist yields no acceptance criteria) {
+  auto text = "# Plan\n"
+              "\n"
+              "### 1. [ ] Add the cache layer\n"
+              "**Files:** src/cache.ts\n"
+              "**Acceptance criteria:**\n"
+              "- [ ] a hit avoids the slow path\n"
+              "- [ ] a miss fills the cache\n"
+              "\n"
+              "### 2. [x] Wire it in\n"
+              "- [ ] the router uses it\n";
+  auto r = read(text);
+  // No task: the "no tasks" error names the other format.
+  CAF_CHECK(r.tasks.empty());
+  CAF_CHECK(has_error(r, 0, "--format headings"));
+  CAF_REQUIRE_EQUAL(r.warnings.size(), 1u);
+  CAF_CHECK_EQUAL(r.warnings[0].line, 3u);
+  CAF_CHECK_EQUAL(r.warnings[0].message,
+                  "\"### 1. [ ] Add the cache layer\" is a task of the "
+                  "headings format (like 1 more headings here); read as a "
+                  "checklist, the checkboxes under it are not tasks: use "
+                  "--format headings (or run.taskFormat \"headings\")");
+}
+
+CAF_TEST(checklist tasks before and after a headings task stay tasks) {
+  auto r = read("- [ ] First\n"
+                "  files: a\n"
+                "## 1. [ ] A heading task\n"
+                "- [ ] its criterion\n"
+                "## Later\n"
+                "- [ ] Second\n"
+                "  files: b\n");
+  CAF_REQUIRE(r.ok());
+  CAF_REQUIRE_EQUAL(r.tasks.size(), 2u);
+  CAF_CHECK_EQUAL(r.tasks[0].title, "First");
+  CAF_CHECK_EQUAL(r.tasks[1].title, "Second");
+  CAF_REQUIRE_EQUAL(r.warnings.size(), 1u);
+  CAF_CHECK_EQUAL(r.warnings[0].line, 3u);
+  // An ordinary numbered heading is no task of the other format.
+  auto plain = read("### 1. Background\n- [ ] Task\n  files: a\n");
+  CAF_CHECK(plain.warnings.empty());
+  CAF_CHECK_EQUAL(plain.tasks.size(), 1u);
+}
