@@ -624,8 +624,37 @@ integration workspace::merge_task(const integration_request& req,
       git::delete_branch(repo, req.branch);
     return out;
   }
-  auto r = git::merge_into_base(repo, req.branch, base_branch_,
-                                "Merge " + req.branch + ": " + req.title);
+  auto merge_message = "Merge " + req.branch + ": " + req.title;
+  git::merge_result r;
+  if (!req.expected.empty() && req.adopt) {
+    out.commit = req.expected;
+    if (!have_worktree || !git::is_ancestor(repo, *tip, req.expected)) {
+      out.status = integration::outcome::stale;
+      return out;
+    }
+    auto moved = git::reuse_worktree(repo, wt, req.branch, req.expected);
+    out.status = moved.status == git::reuse_result::outcome::reused
+                   ? integration::outcome::prepared
+                   : integration::outcome::stale;
+    return out;
+  }
+  if (!req.expected.empty()) {
+    r = git::land_merge(repo, req.expected, base_branch_, *tip);
+  } else if (req.prepare) {
+    auto c = git::prepare_merge(repo, req.branch, base_branch_, merge_message);
+    if (c.status == git::merge_result::outcome::merged) {
+      checkout_scratch(c.commit);
+      out.status = integration::outcome::prepared;
+      out.commit = c.commit;
+      out.paths = {scratch_path().string()};
+      return out;
+    }
+    r.status = c.status;
+    r.commit = std::move(c.commit);
+    r.paths = std::move(c.paths);
+  } else {
+    r = git::merge_into_base(repo, req.branch, base_branch_, merge_message);
+  }
   using oc = git::merge_result::outcome;
   switch (r.status) {
     case oc::merged:
@@ -648,12 +677,67 @@ integration workspace::merge_task(const integration_request& req,
       out.message = "main checkout has uncommitted changes to " + join(r.paths)
                     + " (nothing overwritten)";
       break;
+    case oc::stale:
+      out.status = integration::outcome::stale;
+      out.message = base_branch_ + " or " + req.branch
+                    + " moved since the merge result was checked; nothing was "
+                      "merged";
+      break;
   }
   return out;
 }
 
+fs::path workspace::scratch_path() const {
+  return root_ / ".taskforce" / "merge-check" / run_id_;
+}
+
+// One scratch worktree per run, detached at the merge result: reused (only
+// the files that differ rewritten) while it is clean, made again when the
+// last gate left something there.
+void workspace::checkout_scratch(const std::string& commit) {
+  auto path = scratch_path();
+  auto branch = "taskforce-check/" + run_id_;
+  if (is_worktree_at(path, nullptr)) {
+    auto r = git::reuse_worktree(repo_, path, branch, commit);
+    if (r.status == git::reuse_result::outcome::reused) {
+      auto wt = git::open(path);
+      git::point_head(wt, "", commit);
+      git::delete_branch(repo_, branch);
+      return;
+    }
+    git::remove_worktree(repo_, path.string(), true, true);
+  }
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  git::prune_worktrees(repo_);
+  if (git::branch_tip(repo_, branch))
+    git::delete_branch(repo_, branch);
+  fs::create_directories(path.parent_path());
+  git::create_worktree(repo_, path, branch, commit);
+  // Detached: no branch of the run points at a result that may fail.
+  auto wt = git::open(path);
+  git::point_head(wt, "", commit);
+  git::delete_branch(repo_, branch);
+}
+
+void workspace::drop_scratch() {
+  auto path = scratch_path();
+  try {
+    if (is_worktree_at(path, nullptr))
+      git::remove_worktree(repo_, path.string(), true, true);
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    fs::remove(path.parent_path(), ec); // merge-check, when empty
+    git::prune_worktrees(repo_);
+  } catch (const git::error& e) {
+    spdlog::warn("cannot remove the scratch worktree {}: {}", path.string(),
+                 e.what());
+  }
+}
+
 void workspace::finish() {
   spares_.clear();
+  drop_scratch();
   remove_merged_leftovers(repo_, base_branch_, run_id_, leased_);
 }
 

@@ -28,6 +28,10 @@ struct task_memory {
   uint64_t attempt = 0;
   /// A person's answer waiting for the task's next attempt.
   std::string answer;
+  /// The gate failed on the merge result: how, and the end of its output,
+  /// for the repair the task's next attempt starts with.
+  std::string merge_gate_result;
+  std::string merge_gate_tail;
 };
 
 /// The scheduler's rules for a run config: autoMerge false keeps passing
