@@ -29,6 +29,8 @@ struct merge_check_state {
   /// The merge result being checked, and how often one was made.
   std::string candidate;
   int rounds = 0;
+  /// Who asked: its going down ends the check.
+  caf::actor_addr requester;
   /// The gate's helper; null when none runs.
   caf::actor helper;
   /// The running gate's mark, shared with the functor that kills it when
@@ -203,8 +205,10 @@ caf::behavior merge_check(self_ptr self, merge_check_job job) {
       gate_exited(self, std::move(exit));
       return;
     }
-    // The requester is gone: nobody waits for the answer.
-    self->quit();
+    // The requester is gone: nobody waits for the answer. (A helper's
+    // down after its exit was handled is nothing.)
+    if (d.source == st.requester)
+      self->quit();
   });
   return {
     [self](merge_atom, merge_request& req) -> caf::result<merge_outcome> {
@@ -214,8 +218,10 @@ caf::behavior merge_check(self_ptr self, merge_check_job job) {
           run::merge_end::error, "", {}, "a merge check takes one merge", ""};
       // Read before the promise takes the sender away.
       auto requester = caf::actor_cast<caf::actor>(self->current_sender());
-      if (requester)
+      if (requester) {
+        st.requester = requester.address();
         self->monitor(requester);
+      }
       st.req = std::move(req);
       st.promise = self->make_response_promise<merge_outcome>();
       prepare(self);

@@ -632,6 +632,9 @@ integration workspace::merge_task(const integration_request& req,
       out.status = integration::outcome::stale;
       return out;
     }
+    // All its work is committed (prepare did that): a kill half way leaves
+    // nothing of value in it, and the next start removes it.
+    preparing mark{marker_for(wt), wt};
     auto moved = git::reuse_worktree(repo, wt, req.branch, req.expected);
     out.status = moved.status == git::reuse_result::outcome::reused
                    ? integration::outcome::prepared

@@ -52,6 +52,9 @@ std::string check_progress_file(const fs::path& root,
       return what + " is outside the repository " + root.string();
     rel = inside.generic_string();
   }
+  auto lexical = fs::path{rel}.lexically_normal();
+  if (!lexical.empty() && *lexical.begin() == "..")
+    return what + " is outside the repository " + root.string();
   scope::physical_root top{root};
   auto where = top.resolve(rel);
   if (!where.error.empty())

@@ -53,7 +53,7 @@ CAF_TEST(flipCheckboxes checks the box of each done task and nothing else) {
   (void)r;
 }
 
-CAF_TEST(a person's edit of the task file meanwhile is kept) {
+CAF_TEST(an edit a person made to the task file meanwhile is kept) {
   scenario s;
   auto go = (s.dir.path() / "go.flag").string();
   s.tasks("- [ ] Wait for the person\n  - files: w.txt\n"
@@ -61,16 +61,16 @@ CAF_TEST(a person's edit of the task file meanwhile is kept) {
           + go + "; do sleep 0.05; done; echo w > w.txt\n");
   s.set_config(R"({"run": {"flipCheckboxes": true}})");
   std::thread person([&] {
-  // Once the task runs, the person adds a note above it and lets it go.
-  for (int i = 0;
-       i < 2000
-       && !std::filesystem::exists(s.root / ".taskforce" / "ledger.sqlite");
-       ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  auto text = read_file(s.root / "TASKS.md");
-  s.write("TASKS.md", "# Added by a person\n\n" + text + "\nA footnote.\n");
-  std::ofstream{go} << "go\n";
+    // Once the task runs, the person adds a note above it and lets it go.
+    for (int i = 0;
+         i < 2000
+         && !std::filesystem::exists(s.root / ".taskforce" / "ledger.sqlite");
+         ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto text = read_file(s.root / "TASKS.md");
+    s.write("TASKS.md", "# Added by a person\n\n" + text + "\nA footnote.\n");
+    std::ofstream{go} << "go\n";
   });
   auto r = s.tf({"run", "TASKS.md", "--mode", "assist"});
   person.join();

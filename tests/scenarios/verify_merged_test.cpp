@@ -5,10 +5,16 @@
 #define CAF_SUITE scenarios.verify_merged
 #include <caf/test/unit_test.hpp>
 
+#include <signal.h>
+
+#include <thread>
+
 #include "scenarios/scenario.hpp"
+#include "src/proc/spawn.hpp"
 
 using namespace taskforce;
 using namespace taskforce::test;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -118,5 +124,47 @@ CAF_TEST(a merge result that stays red never reaches main) {
   CAF_CHECK(!std::filesystem::exists(s.root / "use.txt"));
   // One repair, then it failed for good.
   CAF_CHECK_EQUAL(read_file(turns), "start\nrepair\n");
+  CAF_CHECK_EQUAL(git_ok(s.root, {"status", "--porcelain"}), "");
+}
+
+CAF_TEST(
+  a driver killed while the merge result is checked leaves main as it was) {
+  scenario s;
+  auto flag = (s.dir.path() / "checking").string();
+  // The gate hangs the first time it runs on a merge result.
+  s.tasks("- [ ] One\n  - files: one.txt\n  - run: echo one > one.txt\n"
+          "  - verify: if [ -n \"$TASKFORCE_MERGE_RESULT\" ] && [ ! -e "
+          + flag + " ]; then touch " + flag
+          + "; sleep 1000; fi; grep -q one one.txt\n");
+  auto before = git_ok(s.root, {"rev-parse", "main"});
+  s.set_config("{}");
+  proc::spawn_options o;
+  o.argv = {TASKFORCE_BINARY,  "--repo", s.root.string(), "--config",
+            s.config.string(), "run",    "TASKS.md",      "--plain"};
+  o.cwd = s.root.string();
+  o.out = proc::stdio::file((s.dir.path() / "killed.log").string(), true);
+  o.err = proc::stdio::to_stdout();
+  o.in = proc::stdio::null();
+  auto driver = proc::spawn(o);
+  auto give_up = std::chrono::steady_clock::now() + 60s;
+  while (!std::filesystem::exists(flag)
+         && std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(20ms);
+  CAF_REQUIRE(std::filesystem::exists(flag));
+  ::kill(driver.pid, SIGKILL);
+  CAF_CHECK_EQUAL(proc::wait_for(driver.pid).signal, SIGKILL);
+  // The base has not moved; the task is still merging.
+  CAF_CHECK_EQUAL(git_ok(s.root, {"rev-parse", "main"}), before);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"merging"});
+  CAF_CHECK(!std::filesystem::exists(s.root / "one.txt"));
+  // resume kills the hanging gate, checks the merge result again, lands it.
+  auto r = s.tf({"resume"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
+  CAF_CHECK_EQUAL(read_file(s.root / "one.txt"), "one\n");
+  CAF_CHECK(scenario::processes_mentioning(flag).empty());
+  auto merges = lines_of(git_ok(
+    s.root, {"log", "--first-parent", "--merges", "--format=%s", "main"}));
+  CAF_CHECK_EQUAL(merges.size(), 1u);
   CAF_CHECK_EQUAL(git_ok(s.root, {"status", "--porcelain"}), "");
 }
