@@ -132,7 +132,7 @@ CAF_TEST(detectCompletion checkboxes takes the box the worker checked) {
           "- [ ] Forget my box\n  - files: two.txt\n"
           "  - run: echo 2 > two.txt\n");
   s.set_config(R"({"run": {"detectCompletion": "checkboxes", "maxAttempts": 1,
-                  "maxRepairs": 0, "continueOnError": true}})");
+                  "continueOnError": true}})");
   auto r = s.tf({"run", "TASKS.md", "--mode", "assist"});
   CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
   auto t2 = s.task("t2");
@@ -154,8 +154,7 @@ CAF_TEST(the progress file the run wrote does not stop a resume) {
           + flag + "\n");
   git_ok(s.root, {"add", "progress.md"});
   git_ok(s.root, {"commit", "-q", "-m", "progress"});
-  s.set_config(R"({"run": {"progressFile": "progress.md", "maxAttempts": 1,
-                  "maxRepairs": 0}})");
+  s.set_config(R"({"run": {"progressFile": "progress.md", "maxAttempts": 1}})");
   auto r = s.tf({"run", "TASKS.md"});
   CAF_CHECK_EQUAL(r.code, 1);
   auto text = read_file(s.root / "progress.md");

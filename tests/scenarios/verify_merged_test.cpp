@@ -61,6 +61,7 @@ bool main_always_green(const scenario& s) {
 CAF_TEST(a merge result that fails its gate is repaired before main moves) {
   scenario s;
   s.write("api.txt", "hello\n");
+  git_ok(s.root, {"add", "api.txt"});
   auto turns = (s.dir.path() / "turns.log").string();
   s.tasks(two_tasks(turns, "cat api.txt"));
   auto r = s.tf({"run", "TASKS.md", "--max-concurrency", "2"});
@@ -95,6 +96,7 @@ CAF_TEST(a merge result that fails its gate is repaired before main moves) {
 CAF_TEST(without verifyMerged the same two tasks break main) {
   scenario s;
   s.write("api.txt", "hello\n");
+  git_ok(s.root, {"add", "api.txt"});
   auto turns = (s.dir.path() / "turns.log").string();
   s.tasks(two_tasks(turns, "cat api.txt"));
   s.set_config(R"({"run": {"verifyMerged": false}})");
@@ -108,6 +110,7 @@ CAF_TEST(without verifyMerged the same two tasks break main) {
 CAF_TEST(a merge result that stays red never reaches main) {
   scenario s;
   s.write("api.txt", "hello\n");
+  git_ok(s.root, {"add", "api.txt"});
   auto turns = (s.dir.path() / "turns.log").string();
   s.tasks(two_tasks(turns, "echo hello"));
   s.set_config(R"({"run": {"maxAttempts": 1, "maxRepairs": 1}})");
