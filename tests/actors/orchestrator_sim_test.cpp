@@ -237,6 +237,16 @@ struct simulation : test_coordinator_fixture<run_test_config> {
                                   + ", never cleared for a merge");
       }
     }
+    if (tr.from == task_state::merging
+        && (tr.to == task_state::ready || tr.to == task_state::failed)) {
+      // Only a merge result that failed its gate leaves merging this way:
+      // it never reached the base, and the work is not cleared for a merge
+      // until an attempt passes again.
+      require(!in_base[id], id
+                              + " sent back from merging with its work in "
+                                "the base");
+      ever_legit[id] = false;
+    }
     if (tr.to == task_state::done)
       require(in_base[id], id + " done while its work is not in the base");
   }
@@ -276,12 +286,10 @@ struct simulation : test_coordinator_fixture<run_test_config> {
     }
     if (roll < 20) {
       // verifyMerged: the gate failed on the merge result; the base did not
-      // move, and the work is not cleared for a merge until an attempt
-      // passes again.
+      // move.
       m.end = run::merge_end::gate_failed;
       m.message = "gate failed on the merge result";
       m.tail = "red";
-      ever_legit[id] = false;
       return m;
     }
     in_base[id] = true;
