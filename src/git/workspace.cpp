@@ -646,10 +646,10 @@ integration workspace::merge_task(const integration_request& req,
   } else if (req.prepare) {
     auto c = git::prepare_merge(repo, req.branch, base_branch_, merge_message);
     if (c.status == git::merge_result::outcome::merged) {
-      checkout_scratch(c.commit);
+      checkout_scratch(req.task_id, c.commit);
       out.status = integration::outcome::prepared;
       out.commit = c.commit;
-      out.paths = {scratch_path().string()};
+      out.paths = {scratch_path(req.task_id).string()};
       return out;
     }
     r.status = c.status;
@@ -690,16 +690,17 @@ integration workspace::merge_task(const integration_request& req,
   return out;
 }
 
-fs::path workspace::scratch_path() const {
-  return root_ / ".taskforce" / "merge-check" / run_id_;
+fs::path workspace::scratch_path(const std::string& task_id) const {
+  return root_ / ".taskforce" / "merge-check" / run_id_ / task_id;
 }
 
-// One scratch worktree per run, detached at the merge result: reused (only
+// One scratch worktree per task, detached at the merge result: reused (only
 // the files that differ rewritten) while it is clean, made again when the
 // last gate left something there.
-void workspace::checkout_scratch(const std::string& commit) {
-  auto path = scratch_path();
-  auto branch = "taskforce-check/" + run_id_;
+void workspace::checkout_scratch(const std::string& task_id,
+                                 const std::string& commit) {
+  auto path = scratch_path(task_id);
+  auto branch = "taskforce-check/" + run_id_ + "/" + task_id;
   if (is_worktree_at(path, nullptr)) {
     auto r = git::reuse_worktree(repo_, path, branch, commit);
     if (r.status == git::reuse_result::outcome::reused) {
@@ -724,17 +725,27 @@ void workspace::checkout_scratch(const std::string& commit) {
 }
 
 void workspace::drop_scratch() {
-  auto path = scratch_path();
+  auto dir = root_ / ".taskforce" / "merge-check" / run_id_;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  for (auto& wt : git::list_worktrees(repo_)) {
+    auto rel = wt.path.lexically_relative(dir);
+    if (rel.empty() || *rel.begin() == "..")
+      continue;
+    try {
+      git::remove_worktree(repo_, wt.path.string(), true, true);
+    } catch (const git::error& e) {
+      spdlog::warn("cannot remove the scratch worktree {}: {}",
+                   wt.path.string(), e.what());
+    }
+  }
+  fs::remove_all(dir, ec);
+  fs::remove(dir.parent_path(), ec); // merge-check, when empty
   try {
-    if (is_worktree_at(path, nullptr))
-      git::remove_worktree(repo_, path.string(), true, true);
-    std::error_code ec;
-    fs::remove_all(path, ec);
-    fs::remove(path.parent_path(), ec); // merge-check, when empty
     git::prune_worktrees(repo_);
   } catch (const git::error& e) {
-    spdlog::warn("cannot remove the scratch worktree {}: {}", path.string(),
-                 e.what());
+    spdlog::warn("cannot prune worktrees: {}", e.what());
   }
 }
 

@@ -212,9 +212,10 @@ class workspace {
   /// and the scratch worktree where merge results were checked.
   void finish();
 
-  /// `<root>/.taskforce/merge-check/<run>`: where a merge result is checked
-  /// out for its gate.
-  std::filesystem::path scratch_path() const;
+  /// `<root>/.taskforce/merge-check/<run>/<task>`: where a task's merge
+  /// result is checked out for its gate (one per task: two merges may be
+  /// checked at once).
+  std::filesystem::path scratch_path(const std::string& task_id) const;
 
  private:
   bool is_worktree_at(const std::filesystem::path& path, std::string* branch);
@@ -227,7 +228,7 @@ class workspace {
   integration merge_task(const integration_request& req,
                          std::vector<std::string>& committed);
   std::string changed_after_check(const integration_request& req);
-  void checkout_scratch(const std::string& commit);
+  void checkout_scratch(const std::string& task_id, const std::string& commit);
   void drop_scratch();
 
   /// The main repository.
