@@ -59,7 +59,10 @@ struct merge_check_job {
 caf::actor spawn_merge_check(caf::actor_system& sys, merge_check_job job);
 
 /// How many times a merge result is made again because the base moved
-/// while its gate ran, before the merge ends in an error.
-constexpr int merge_check_rounds = 5;
+/// while its gate ran, before the merge ends in an error. Each such round
+/// means another merge landed meanwhile (the run made progress), so the
+/// bound only stops a base that someone else moves without end; with many
+/// tasks finishing together, a task may be overtaken a few dozen times.
+constexpr int merge_check_rounds = 200;
 
 } // namespace taskforce
