@@ -47,6 +47,8 @@ run::merge_end end_of(git::integration::outcome x) {
     case oc::conflict:
     case oc::dirty: return run::merge_end::conflict;
     case oc::not_merged: return run::merge_end::not_merged;
+    case oc::prepared: return run::merge_end::prepared;
+    case oc::stale: return run::merge_end::stale;
     case oc::error: break;
   }
   return run::merge_end::error;
@@ -62,8 +64,8 @@ merge_outcome outcome_of(git::integration r) {
 }
 
 git::integration_request integration_of(const merge_request& req) {
-  return {req.task_id, req.title,   req.worktree,
-          req.branch,  req.cleanup, req.scope};
+  return {req.task_id, req.title,   req.worktree, req.branch, req.cleanup,
+          req.scope,   req.prepare, req.expected, req.adopt};
 }
 
 } // namespace

@@ -149,7 +149,7 @@ void emit_task(self_ptr self, size_t i, task_state state,
                const std::string& why,
                const std::vector<turn_spent>& spent = {}) {
   auto& st = self->state;
-  if (!st.setup.watcher)
+  if (!st.setup.watcher && !st.setup.assist)
     return;
   run_event ev;
   ev.time_ms = clock_ms();
@@ -164,7 +164,10 @@ void emit_task(self_ptr self, size_t i, task_state state,
     ev.spent.output_tokens += t.usage.output_tokens;
     ev.spent.cost_usd += t.usage.cost_usd;
   }
-  caf::anon_send(st.setup.watcher, std::move(ev));
+  if (st.setup.assist)
+    caf::anon_send(st.setup.assist, ev);
+  if (st.setup.watcher)
+    caf::anon_send(st.setup.watcher, std::move(ev));
 }
 
 void emit_run(self_ptr self, const run::run_change& rc) {
@@ -249,7 +252,13 @@ void launch(self_ptr self, size_t i, uint64_t attempt) {
     t.first_turn = turn_kind::answer;
     t.turn_text = std::move(m.answer);
     m.answer.clear();
+  } else if (!m.merge_gate_result.empty()) {
+    t.first_turn = turn_kind::repair;
+    t.gate_result = std::move(m.merge_gate_result);
+    t.turn_text = std::move(m.merge_gate_tail);
   }
+  m.merge_gate_result.clear();
+  m.merge_gate_tail.clear();
   bool fresh
     = sched(self).failures(i) > 0 && st.setup.cfg.fresh_worktree_on_retry;
   std::string why;
@@ -297,8 +306,33 @@ void merge_answered(self_ptr self, uint64_t token, const merge_outcome& m) {
   }
   if (m.end == run::merge_end::conflict || m.end == run::merge_end::error)
     facts.conflict_paths = m.paths;
+  if (m.end == run::merge_end::gate_failed) {
+    facts.gate_tail = m.tail;
+    st.memory[i].merge_gate_result = m.message;
+    st.memory[i].merge_gate_tail = m.tail;
+    st.memory[i].previous_failure = m.message;
+  }
   step(self, sched(self).merge_ended(i, m.end, m.message),
        annotation{i, std::move(facts), nullptr});
+}
+
+/// A merge check for task `i` when its gate must pass on the merge result
+/// first (verifyMerged): the task has a gate and merges from a branch (in
+/// place, its gate already ran in the checkout the base is in). Null
+/// otherwise, or when it cannot be started (the git service merges then).
+caf::actor merge_checker_for(self_ptr self, size_t i) {
+  auto& st = self->state;
+  auto& spec = sched(self).graph().task(i);
+  auto verify = spec.verify.value_or("");
+  if (!st.setup.check_merge || verify.empty() || st.memory[i].branch.empty())
+    return nullptr;
+  try {
+    return st.setup.check_merge(spec.id, st.memory[i].attempt, verify);
+  } catch (const std::exception& e) {
+    spdlog::warn("{}: merged without checking the merge result: {}", spec.id,
+                 e.what());
+    return nullptr;
+  }
 }
 
 /// Asks the git service to merge task `i` (`check`: only whether it is
@@ -316,6 +350,13 @@ void ask_git(self_ptr self, size_t i, bool check) {
   auto req = merge_request_of(self, i);
   if (check)
     self->request(st.setup.git, caf::infinite, check_atom::value, req)
+      .then(
+        [self, token](merge_outcome& m) {
+          merge_answered(self, token, m);
+        },
+        on_error);
+  else if (auto checker = merge_checker_for(self, i))
+    self->request(checker, caf::infinite, merge_atom::value, req)
       .then(
         [self, token](merge_outcome& m) {
           merge_answered(self, token, m);

@@ -88,8 +88,11 @@ struct run_task {
   std::string session;
   /// What the attempt's first turn is: a fresh start, or an answer.
   turn_kind first_turn = turn_kind::start;
-  /// The first turn's text (the answer); empty for a start.
+  /// The first turn's text (the answer; for a repair, the end of the
+  /// gate's output); empty for a start.
   std::string turn_text;
+  /// A repair's first turn: how the gate ended on the merge result.
+  std::string gate_result;
 };
 
 /// What the orchestrator remembers of a task (the run layer loads it).
@@ -112,6 +115,13 @@ struct worker_handle {
 /// then fails with the reason.
 using worker_launcher = std::function<worker_handle(
   const run_task& task, uint64_t attempt, bool fresh, caf::actor orchestrator)>;
+
+/// Starts the merge check of task `task_id` (verifyMerged): an actor that
+/// answers one (merge_atom, merge_request) as the git service would, after
+/// the gate command `verify` passed on the merge result (see
+/// actors/merge_check.hpp). `attempt` is the task's latest attempt.
+using merge_checker = std::function<caf::actor(
+  const std::string& task_id, uint64_t attempt, const std::string& verify)>;
 
 /// Everything an orchestrator needs.
 struct orchestrator_setup {
@@ -138,8 +148,13 @@ struct orchestrator_setup {
   git_actor git;
   /// Receives run_event and (finished_atom, run_state, std::string reason).
   caf::actor watcher;
+  /// Receives every task's run_event too (the assist writer); may be null.
+  caf::actor assist;
   /// Starts workers.
   worker_launcher launch;
+  /// Starts merge checks for tasks with a gate that merge from a branch;
+  /// empty = the git service merges at once (verifyMerged off).
+  merge_checker check_merge;
   /// How often the ledger is asked whether another process paused or
   /// aborted the run.
   std::chrono::milliseconds poll{500};

@@ -1,14 +1,18 @@
 #include "actors/run_host.hpp"
 
+#include <map>
 #include <set>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/assist_writer.hpp"
 #include "actors/git_service.hpp"
 #include "actors/ledger_service.hpp"
+#include "actors/merge_check.hpp"
 #include "actors/orchestrator.hpp"
 #include "actors/worker.hpp"
+#include "src/run/assist.hpp"
 #include "src/run/control_wire.hpp"
 #include "src/store/ledger.hpp"
 
@@ -24,6 +28,7 @@ struct run_host::impl {
   git_actor git;
   mailbox_actor mailbox;
   orchestrator_actor orch;
+  caf::actor assist;
   control_actor control;
   std::unique_ptr<control_endpoint> endpoint;
   bool stopped = false;
@@ -58,37 +63,58 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   auto self_exe = m.opts.self_exe;
   auto git = m.git;
   auto mail = m.mailbox;
-  worker_launcher launch
-    = [&sys, run_id, run_cfg, root, self_exe, git,
-       mail](const run_task& t, uint64_t attempt, bool fresh, caf::actor orch) {
-        worker_job job;
-        job.run_id = run_id;
-        job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
-        job.agent = t.agent;
-        job.timeout_ms = t.timeout_ms;
-        job.attempt = attempt;
-        job.invocations = t.invocations;
-        job.previous_failure = t.previous_failure;
-        job.known_worktree = t.worktree;
-        job.session = t.session;
-        job.fresh = fresh;
-        job.cfg = run_cfg;
-        job.root = root;
-        job.self_exe = self_exe;
-        job.git = git;
-        job.orchestrator = orch;
-        job.mail = mail;
-        if (t.first_turn == turn_kind::answer && !t.turn_text.empty()) {
-          // The answer a person gave the live run goes into the task's mailbox
-          // before its worker exists: the mailbox stores it before it serves
-          // the worker's first take, which makes it the worker's answer turn.
-          caf::anon_send(mail, post_atom::value, run_id, t.id,
-                         turn_kind::answer, t.turn_text);
-        }
-        // The orchestrator stops it with cancel_atom; the worker kills its
-        // command through the process registry.
-        return worker_handle{spawn_worker(sys, std::move(job)), {}};
-      };
+  // What the run writes itself, and where each task's box was.
+  auto task_file = run.file;
+  std::vector<std::string> run_files;
+  if (run_cfg.flip_checkboxes || run_cfg.detect_completion == "checkboxes")
+    run_files.push_back(run::relative_to(root, run.file));
+  std::string progress;
+  if (run::check_progress_file(root, run_cfg.progress_file, &progress).empty()
+      && !progress.empty())
+    run_files.push_back(progress);
+  std::map<std::string, size_t> lines;
+  for (auto& t : run.loaded.graph.tasks())
+    lines[t.id] = t.line;
+  worker_launcher launch =
+    [&sys, run_id, run_cfg, root, self_exe, git, mail, task_file, run_files,
+     lines](const run_task& t, uint64_t attempt, bool fresh, caf::actor orch) {
+      worker_job job;
+      job.run_id = run_id;
+      job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
+      job.agent = t.agent;
+      job.timeout_ms = t.timeout_ms;
+      job.attempt = attempt;
+      job.invocations = t.invocations;
+      job.previous_failure = t.previous_failure;
+      job.known_worktree = t.worktree;
+      job.session = t.session;
+      job.fresh = fresh;
+      job.cfg = run_cfg;
+      job.root = root;
+      job.self_exe = self_exe;
+      job.git = git;
+      job.orchestrator = orch;
+      job.mail = mail;
+      job.task_file = task_file;
+      if (auto found = lines.find(t.id); found != lines.end())
+        job.task_line = found->second;
+      job.run_files = run_files;
+      if (t.first_turn == turn_kind::repair) {
+        job.first_repair.kind = turn_kind::repair;
+        job.first_repair.gate_result = t.gate_result;
+        job.first_repair.gate_tail = t.turn_text;
+      }
+      if (t.first_turn == turn_kind::answer && !t.turn_text.empty()) {
+        // The answer a person gave the live run goes into the task's mailbox
+        // before its worker exists: the mailbox stores it before it serves
+        // the worker's first take, which makes it the worker's answer turn.
+        caf::anon_send(mail, post_atom::value, run_id, t.id, turn_kind::answer,
+                       t.turn_text);
+      }
+      // The orchestrator stops it with cancel_atom; the worker kills its
+      // command through the process registry.
+      return worker_handle{spawn_worker(sys, std::move(job)), {}};
+    };
   orchestrator_setup os;
   os.run_id = run_id;
   os.file = run.file;
@@ -102,6 +128,31 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   os.git = m.git;
   os.watcher = m.opts.watcher;
   os.launch = launch;
+  assist_setup as;
+  as.root = root;
+  as.file = run.file;
+  as.tasks = run.loaded.graph.tasks();
+  as.flip_checkboxes = run_cfg.flip_checkboxes;
+  if (run::check_progress_file(root, run_cfg.progress_file, &as.progress_file)
+        .empty()
+      && wants_assist_writer(as)) {
+    m.assist = spawn_assist_writer(sys, std::move(as));
+    os.assist = m.assist;
+  }
+  if (run_cfg.verify_merged)
+    os.check_merge = [&sys, run_id, run_cfg, root,
+                      git](const std::string& task_id, uint64_t attempt,
+                           const std::string& verify) {
+      merge_check_job job;
+      job.run_id = run_id;
+      job.task_id = task_id;
+      job.attempt = std::max<uint64_t>(attempt, 1);
+      job.verify = verify;
+      job.timeout_ms = run_cfg.verify_timeout_ms;
+      job.root = root;
+      job.git = git;
+      return spawn_merge_check(sys, std::move(job));
+    };
   m.orch = spawn_orchestrator(sys, std::move(os));
 
   if (m.opts.control) {
@@ -177,6 +228,9 @@ void run_host::stop() {
   if (m.control)
     caf::anon_send_exit(m.control, down);
   caf::anon_send_exit(m.orch, down);
+  // After the events it was sent: its boxes and blocks are written first.
+  if (m.assist)
+    caf::anon_send_exit(m.assist, down);
   caf::anon_send_exit(m.git, down);
   caf::anon_send_exit(m.mailbox, down);
   caf::anon_send_exit(m.ledger, down);
@@ -186,6 +240,8 @@ void run_host::stop() {
   if (m.control)
     self->wait_for(m.control);
   self->wait_for(m.orch, m.git, m.mailbox, m.ledger);
+  if (m.assist)
+    self->wait_for(m.assist);
 }
 
 } // namespace taskforce

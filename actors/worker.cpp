@@ -1,5 +1,6 @@
 #include "actors/worker.hpp"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -10,6 +11,7 @@
 
 #include "src/proc/registry.hpp"
 #include "src/report/report.hpp"
+#include "src/run/assist.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/store/ledger.hpp"
 #include "src/worker/model_route.hpp"
@@ -295,6 +297,29 @@ void run_gate(self_ptr self) {
   run_command(self, std::move(opts), {});
 }
 
+/// run.detectCompletion "checkboxes": the task's box in the task file, as
+/// the worker left it in its checkout, says whether it is done, instead of
+/// its report. A question (a blocked report) is still a question, and a
+/// turn that timed out or was cut short still failed.
+void judge_by_box(const worker_state& st, const proc::run_result& r,
+                  verdict& v) {
+  if (v.kind == verdict_kind::blocked || r.timed_out || r.signal != 0)
+    return;
+  task_spec task;
+  task.line = st.job.task_line;
+  task.title = st.job.task.title;
+  auto file = st.cwd / st.job.task_file;
+  if (run::box_checked_in_file(file, task)) {
+    v.kind = verdict_kind::done;
+    if (v.reason.empty() || !v.report)
+      v.reason = "its box in " + st.job.task_file + " is checked";
+    return;
+  }
+  v.kind = verdict_kind::failed;
+  v.reason = "its box in " + st.job.task_file
+             + " is not checked (run.detectCompletion is \"checkboxes\")";
+}
+
 /// A turn ended: read its report, then check what it changed.
 void turn_ended(self_ptr self, const proc_exited& exit) {
   auto& st = self->state;
@@ -329,6 +354,8 @@ void turn_ended(self_ptr self, const proc_exited& exit) {
   r.duration = std::chrono::milliseconds(exit.duration_ms);
   r.tail = exit.tail;
   auto v = judge_worker(st.backend, r, reading);
+  if (st.job.cfg.detect_completion == "checkboxes")
+    judge_by_box(st, r, v);
   if (v.report && v.report->usage) {
     auto& u = *v.report->usage;
     st.unsent.push_back(
@@ -563,6 +590,16 @@ void check(self_ptr self) {
                       std::string{"after "}
                         + (who == changed_by::gate ? "the gate" : "the worker")
                         + " ran, " + report.moved);
+        // What the run itself writes (a box, a progress block) is no
+        // change of this attempt.
+        auto& theirs = st.job.run_files;
+        report.paths.erase(
+          std::remove_if(report.paths.begin(), report.paths.end(),
+                         [&theirs](const std::string& p) {
+                           return std::find(theirs.begin(), theirs.end(), p)
+                                  != theirs.end();
+                         }),
+          report.paths.end());
         std::string refused;
         try {
           refused = judge_changes(
@@ -607,6 +644,14 @@ void mail_arrived(self_ptr self, std::vector<std::string> answers,
   if (st.now != phase::taking_mail || stopped(self))
     return;
   if (st.out.turns == 0) {
+    if (st.job.first_repair.kind == turn_kind::repair && answers.empty()) {
+      // The gate failed on the merge result: the attempt begins with its
+      // repair, the messages that wait with it.
+      st.turn = st.job.first_repair;
+      st.turn.repair_round = static_cast<int>(++st.out.repairs);
+      st.turn.messages = std::move(messages);
+      return run_turn(self);
+    }
     if (!mail_turn(st, answers, messages, turn_kind::start))
       st.turn = {};
     return run_turn(self);

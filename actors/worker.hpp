@@ -85,6 +85,19 @@ struct worker_job {
   std::string session;
   /// Start from a clean worktree (freshWorktreeOnRetry).
   bool fresh = false;
+  /// The task file, relative to the repository (run.detectCompletion
+  /// "checkboxes" reads the task's box there, in the attempt's checkout).
+  std::string task_file;
+  /// The line of the task's box when the file was parsed (0: unknown).
+  size_t task_line = 0;
+  /// Repository-relative files the run itself writes (the task file's
+  /// boxes, the progress file): their changes are nobody's doing, never
+  /// judged against the task's scope.
+  std::vector<std::string> run_files;
+  /// The first turn is a repair (kind repair): the gate failed on the merge
+  /// result (verifyMerged) and the worker fixes it in its worktree, which
+  /// now holds that result. Ignored when its kind is not repair.
+  turn_input first_repair;
   /// The effective run config.
   run_config cfg;
   /// The repository's top folder.

@@ -6,7 +6,9 @@
 #   (2) git cycle: 50 tasks each changing one file of a 2,000-file
 #       repository, each in a worktree, committed and merged as a merge
 #       commit, against a shell loop doing the same cycle with the git CLI
-#       (worktree add, commit, merge --no-ff, worktree remove; target <= 0.25x).
+#       (worktree add, commit, merge --no-ff, worktree remove; target <= 0.25x);
+#   (3) the same 50 tasks with a gate, run.verifyMerged off and on: what
+#       running the gate again on each merge result costs.
 # Prints the figures, the ratios and peak memory, and ends with one line
 # `bench run: key=value ...`.
 set -euo pipefail
@@ -102,4 +104,31 @@ merges=$(git -C "$c" log --first-parent --merges --oneline main | wc -l)
 printf '(2) 50 tasks in a 2,000-file repo, worktree+commit+merge: taskforce %ss (%s merge commits), git CLI loop %ss, ratio %sx (target <= 0.25x), peak RSS %s KiB\n' \
   "$cycle_s" "$merges" "$gitcli_s" "$cycle_ratio" "$cycle_mem"
 
-echo "bench run: dispatch_s=$dispatch_s xargs_s=$xargs_s dispatch_ratio=$dispatch_ratio cycle_s=$cycle_s gitcli_s=$gitcli_s cycle_ratio=$cycle_ratio dispatch_peak_kib=$dispatch_mem cycle_peak_kib=$cycle_mem merges=$merges"
+# --- (3) the gate on the merge result (run.verifyMerged) ---------------------------
+# The same 50 tasks with a gate, once with verifyMerged off (the gate runs on
+# the task's branch only) and once on (it runs again on the merge result in
+# the scratch worktree before the base moves).
+gated_run() {
+  local repo="$work/gated-$1"
+  make_big_repo "$repo"
+  {
+    for i in $(seq 1 50); do
+      printf -- '- [ ] Task %d\n  - files: files/f%d.txt\n  - run: echo "changed by task %d" >> files/f%d.txt\n  - verify: grep -q "changed by task %d" files/f%d.txt\n' "$i" "$i" "$i" "$i" "$i" "$i"
+    done
+  } > "$repo/TASKS.md"
+  git -C "$repo" add TASKS.md && git -C "$repo" commit -qm tasks
+  echo "{\"run\": {\"maxConcurrency\": 2, \"verifyMerged\": $1}}" > "$work/gated-$1.json"
+  local t0 t1
+  t0=$(now)
+  "$tf" --repo "$repo" --config "$work/gated-$1.json" run "$repo/TASKS.md" --plain \
+    > "$work/gated-$1.log" 2>&1 || { tail -5 "$work/gated-$1.log"; exit 1; }
+  t1=$(now)
+  elapsed "$t0" "$t1"
+}
+gated_off_s=$(gated_run false)
+gated_on_s=$(gated_run true)
+verify_merged_ratio=$(ratio "$gated_on_s" "$gated_off_s")
+printf '(3) the same 50 tasks with a gate: verifyMerged off %ss, on %ss (the gate again on each merge result), ratio %sx\n' \
+  "$gated_off_s" "$gated_on_s" "$verify_merged_ratio"
+
+echo "bench run: dispatch_s=$dispatch_s xargs_s=$xargs_s dispatch_ratio=$dispatch_ratio cycle_s=$cycle_s gitcli_s=$gitcli_s cycle_ratio=$cycle_ratio dispatch_peak_kib=$dispatch_mem cycle_peak_kib=$cycle_mem merges=$merges verify_merged_ratio=$verify_merged_ratio"

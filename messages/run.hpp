@@ -194,6 +194,16 @@ struct merge_request {
   bool cleanup = true;
   /// The task's write scope: what an in-place task (no branch) commits.
   std::vector<std::string> scope;
+  /// Stop before the base moves: a new merge commit is made and checked
+  /// out for its gate (end `prepared`, the folder in `paths`).
+  bool prepare = false;
+  /// Land exactly this merge commit of an earlier `prepare` (end `stale`
+  /// when the base or the branch moved since).
+  std::string expected;
+  /// With `expected`: do not land it; its gate failed, so the task's branch
+  /// and worktree move to it instead and the repair starts from the merge
+  /// result (answers `prepared`).
+  bool adopt = false;
 };
 
 /// The answer to a merge_request (and to a check for a hand merge).
@@ -205,6 +215,8 @@ struct merge_outcome {
   std::vector<std::string> paths;
   /// Why it did not merge, in words (conflict, error); may be empty.
   std::string message;
+  /// gate_failed: the end of the gate's output on the merge result.
+  std::string tail;
 };
 
 // -- workers ------------------------------------------------------------------
@@ -388,13 +400,14 @@ typename Inspector::result_type inspect(Inspector& f, scope_report& x) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, merge_request& x) {
   return f(caf::meta::type_name("taskforce.merge_request"), x.run_id, x.task_id,
-           x.title, x.worktree, x.branch, x.cleanup, x.scope);
+           x.title, x.worktree, x.branch, x.cleanup, x.scope, x.prepare,
+           x.expected, x.adopt);
 }
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, merge_outcome& x) {
   return f(caf::meta::type_name("taskforce.merge_outcome"), x.end,
-           x.merge_commit, x.paths, x.message);
+           x.merge_commit, x.paths, x.message, x.tail);
 }
 
 template<class Inspector>
@@ -521,7 +534,7 @@ inline bool operator==(const scope_report& x, const scope_report& y) {
 
 inline bool operator==(const merge_outcome& x, const merge_outcome& y) {
   return x.end == y.end && x.merge_commit == y.merge_commit
-         && x.paths == y.paths && x.message == y.message;
+         && x.paths == y.paths && x.message == y.message && x.tail == y.tail;
 }
 
 inline bool operator==(const attempt_progress& x, const attempt_progress& y) {

@@ -22,6 +22,7 @@ const char* to_string(merge_result::outcome x) {
     case merge_result::outcome::already_merged: return "already_merged";
     case merge_result::outcome::conflict: return "conflict";
     case merge_result::outcome::dirty_checkout: return "dirty_checkout";
+    case merge_result::outcome::stale: return "stale";
   }
   return "unknown";
 }
@@ -296,107 +297,154 @@ bool checked_out_elsewhere(repository& repo, const std::string& branch) {
 
 // -- merge --------------------------------------------------------------------
 
+merge_candidate prepare_merge(repository& repo, const std::string& branch,
+                              const std::string& base_branch,
+                              const std::string& message,
+                              const signature& committer) {
+  auto what = "merge " + branch + " into " + base_branch;
+  merge_candidate result;
+  auto base_id = detail::branch_id(repo, base_branch);
+  auto tip_id = detail::branch_id(repo, branch);
+  result.base = to_hex(base_id);
+  result.tip = to_hex(tip_id);
+  if (is_ancestor(repo, result.tip, result.base)) {
+    result.status = merge_result::outcome::already_merged;
+    result.commit = merged_commit(repo, result.tip, base_branch).value_or("");
+    return result;
+  }
+  auto base = detail::lookup_commit(repo, base_id);
+  auto tip = detail::lookup_commit(repo, tip_id);
+  detail::relax_object_checks();
+  // In memory: the checkout never sees a half-merged state.
+  git_merge_options mo = GIT_MERGE_OPTIONS_INIT;
+  git_index* index_raw = nullptr;
+  check(git_merge_commits(&index_raw, repo.get(), base.get(), tip.get(), &mo),
+        what);
+  index_ptr merged{index_raw};
+  if (git_index_has_conflicts(merged.get())) {
+    result.status = merge_result::outcome::conflict;
+    result.paths = conflict_paths(merged.get());
+    return result;
+  }
+  git_oid tree_id;
+  check(git_index_write_tree_to(&tree_id, merged.get(), repo.get()), what);
+  git_tree* tree_raw = nullptr;
+  check(git_tree_lookup(&tree_raw, repo.get(), &tree_id), what);
+  tree_ptr new_tree{tree_raw};
+  // The commit object, unreachable until a ref points at it.
+  auto sig = detail::make_signature(repo, committer);
+  const git_commit* parents[] = {base.get(), tip.get()};
+  git_oid merge_id;
+  check(git_commit_create(&merge_id, repo.get(), nullptr, sig.get(), sig.get(),
+                          nullptr, message.c_str(), new_tree.get(), 2, parents),
+        what);
+  result.status = merge_result::outcome::merged;
+  result.commit = to_hex(merge_id);
+  return result;
+}
+
+merge_result land_merge(repository& repo, const std::string& candidate,
+                        const std::string& base_branch,
+                        const std::string& branch_tip) {
+  auto what = "move " + base_branch + " to " + candidate;
+  merge_result result;
+  auto merge = detail::lookup_commit(repo, candidate);
+  if (git_commit_parentcount(merge.get()) != 2)
+    throw error(what, candidate + " is not a merge commit");
+  git_commit* raw = nullptr;
+  check(git_commit_parent(&raw, merge.get(), 0), what);
+  commit_ptr first{raw};
+  auto base_id = *git_commit_id(first.get());
+  raw = nullptr;
+  check(git_commit_parent(&raw, merge.get(), 1), what);
+  commit_ptr second{raw};
+  // The base must still be where the candidate was made on, and the branch
+  // must not have moved since.
+  auto now = detail::branch_id(repo, base_branch);
+  if (!git_oid_equal(&base_id, &now)
+      || (!branch_tip.empty()
+          && to_hex(*git_commit_id(second.get())) != branch_tip)) {
+    result.status = merge_result::outcome::stale;
+    return result;
+  }
+  auto base_tree = detail::tree_of(first.get());
+  auto new_tree = detail::tree_of(merge.get());
+  // Never overwrite the user's uncommitted edits in the checkout.
+  bool here = checked_out_here(repo, base_branch);
+  if (!here && checked_out_elsewhere(repo, base_branch))
+    throw error(what, base_branch
+                        + " is checked out in a linked worktree;"
+                          " merging there would leave it behind its branch");
+  std::vector<std::string> changed;
+  if (here) {
+    changed = changed_between(repo, base_tree.get(), new_tree.get());
+    // Only the paths the merge changes matter: edits elsewhere stay as
+    // they are, and the status costs what the merge touches.
+    auto dirty = changed.empty() ? std::vector<std::string>{}
+                                 : detail::status_paths(repo, 0, changed);
+    auto root = repo.workdir();
+    for (auto& path : changed) {
+      bool in_base = tree_entry(base_tree.get(), path).mode != 0;
+      std::error_code ec;
+      bool on_disk = fs::symlink_status(root / path, ec).type()
+                     != fs::file_type::not_found;
+      if (std::binary_search(dirty.begin(), dirty.end(), path)
+          || (!in_base && on_disk))
+        result.paths.push_back(path);
+    }
+    if (!result.paths.empty()) {
+      result.status = merge_result::outcome::dirty_checkout;
+      return result;
+    }
+  }
+  // The commit point.
+  git_reference* ref_raw = nullptr;
+  auto log = "taskforce: merge " + candidate;
+  auto merge_id = *git_commit_id(merge.get());
+  int rc = git_reference_create_matching(&ref_raw, repo.get(),
+                                         ("refs/heads/" + base_branch).c_str(),
+                                         &merge_id, 1, &base_id, log.c_str());
+  if (rc == GIT_EMODIFIED) {
+    git_error_clear();
+    result.status = merge_result::outcome::stale;
+    return result;
+  }
+  check(rc, what);
+  reference_ptr moved{ref_raw};
+  // The checkout follows, path by path, never over an edit. The merge is
+  // committed by now, so a failure here is reported, not thrown.
+  if (here) {
+    try {
+      result.skipped
+        = update_checkout(repo, base_tree.get(), new_tree.get(), changed).kept;
+    } catch (const error& e) {
+      result.skipped = changed;
+      result.checkout_error = e.what();
+    }
+  }
+  result.status = merge_result::outcome::merged;
+  result.commit = candidate;
+  return result;
+}
+
 merge_result merge_into_base(repository& repo, const std::string& branch,
                              const std::string& base_branch,
                              const std::string& message,
                              const signature& committer) {
-  auto what = "merge " + branch + " into " + base_branch;
-  merge_result result;
-  // The ref moves by compare-and-swap; when someone else moved the base in
-  // between (a user's commit), start over from the new tip.
+  // When someone else moved the base in between (a user's commit), start
+  // over from the new tip.
   for (int round = 0;; ++round) {
-    auto base_id = detail::branch_id(repo, base_branch);
-    auto tip_id = detail::branch_id(repo, branch);
-    auto base_hex = to_hex(base_id);
-    auto tip_hex = to_hex(tip_id);
-    if (is_ancestor(repo, tip_hex, base_hex)) {
-      result.status = merge_result::outcome::already_merged;
-      result.commit = merged_commit(repo, tip_hex, base_branch).value_or("");
+    auto c = prepare_merge(repo, branch, base_branch, message, committer);
+    if (c.status != merge_result::outcome::merged) {
+      merge_result result;
+      result.status = c.status;
+      result.commit = std::move(c.commit);
+      result.paths = std::move(c.paths);
       return result;
     }
-    auto base = detail::lookup_commit(repo, base_id);
-    auto tip = detail::lookup_commit(repo, tip_id);
-    detail::relax_object_checks();
-    // 1. In memory: the checkout never sees a half-merged state.
-    git_merge_options mo = GIT_MERGE_OPTIONS_INIT;
-    git_index* index_raw = nullptr;
-    check(git_merge_commits(&index_raw, repo.get(), base.get(), tip.get(), &mo),
-          what);
-    index_ptr merged{index_raw};
-    if (git_index_has_conflicts(merged.get())) {
-      result.status = merge_result::outcome::conflict;
-      result.paths = conflict_paths(merged.get());
-      return result;
-    }
-    git_oid tree_id;
-    check(git_index_write_tree_to(&tree_id, merged.get(), repo.get()), what);
-    git_tree* tree_raw = nullptr;
-    check(git_tree_lookup(&tree_raw, repo.get(), &tree_id), what);
-    tree_ptr new_tree{tree_raw};
-    auto base_tree = detail::tree_of(base.get());
-    // 2. Never overwrite the user's uncommitted edits in the checkout.
-    bool here = checked_out_here(repo, base_branch);
-    if (!here && checked_out_elsewhere(repo, base_branch))
-      throw error(what, base_branch
-                          + " is checked out in a linked worktree;"
-                            " merging there would leave it behind its branch");
-    std::vector<std::string> changed;
-    if (here) {
-      changed = changed_between(repo, base_tree.get(), new_tree.get());
-      // Only the paths the merge changes matter: edits elsewhere stay as
-      // they are, and the status costs what the merge touches.
-      auto dirty = changed.empty() ? std::vector<std::string>{}
-                                   : detail::status_paths(repo, 0, changed);
-      auto root = repo.workdir();
-      for (auto& path : changed) {
-        bool in_base = tree_entry(base_tree.get(), path).mode != 0;
-        std::error_code ec;
-        bool on_disk = fs::symlink_status(root / path, ec).type()
-                       != fs::file_type::not_found;
-        if (std::binary_search(dirty.begin(), dirty.end(), path)
-            || (!in_base && on_disk))
-          result.paths.push_back(path);
-      }
-      if (!result.paths.empty()) {
-        result.status = merge_result::outcome::dirty_checkout;
-        return result;
-      }
-    }
-    // 3. The commit object, unreachable until the ref moves.
-    auto sig = detail::make_signature(repo, committer);
-    const git_commit* parents[] = {base.get(), tip.get()};
-    git_oid merge_id;
-    check(git_commit_create(&merge_id, repo.get(), nullptr, sig.get(),
-                            sig.get(), nullptr, message.c_str(), new_tree.get(),
-                            2, parents),
-          what);
-    // 4. The commit point.
-    git_reference* ref_raw = nullptr;
-    auto log = "taskforce: merge " + branch;
-    int rc = git_reference_create_matching(
-      &ref_raw, repo.get(), ("refs/heads/" + base_branch).c_str(), &merge_id, 1,
-      &base_id, log.c_str());
-    if (rc == GIT_EMODIFIED && round < 3) {
-      git_error_clear();
-      continue;
-    }
-    check(rc, what);
-    reference_ptr moved{ref_raw};
-    // 5. The checkout follows, path by path, never over an edit. The merge
-    // is committed by now, so a failure here is reported, not thrown.
-    if (here) {
-      try {
-        result.skipped
-          = update_checkout(repo, base_tree.get(), new_tree.get(), changed)
-              .kept;
-      } catch (const error& e) {
-        result.skipped = changed;
-        result.checkout_error = e.what();
-      }
-    }
-    result.status = merge_result::outcome::merged;
-    result.commit = to_hex(merge_id);
-    return result;
+    auto r = land_merge(repo, c.commit, base_branch);
+    if (r.status != merge_result::outcome::stale || round >= 3)
+      return r;
   }
 }
 

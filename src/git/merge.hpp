@@ -34,6 +34,9 @@ struct merge_result {
     /// hold uncommitted changes (or untracked files are in the way); listed
     /// in `paths`; nothing was written.
     dirty_checkout,
+    /// land_merge: the base is no longer where the candidate was made on
+    /// (or moved while it landed); nothing was written.
+    stale,
   };
   /// What happened.
   outcome status = outcome::conflict;
@@ -65,6 +68,39 @@ merge_result merge_into_base(repository& repo, const std::string& branch,
                              const std::string& base_branch,
                              const std::string& message,
                              const signature& committer = {});
+
+/// A merge made but not landed: the commit object exists, no ref points
+/// at it yet.
+struct merge_candidate {
+  /// merged: `commit` is the candidate (its parents the base tip and the
+  /// branch tip); already_merged: `commit` as merge_result says; conflict:
+  /// `paths`. Never dirty_checkout or stale.
+  merge_result::outcome status = merge_result::outcome::conflict;
+  std::string commit;
+  /// The base tip and the branch tip it was made from.
+  std::string base;
+  std::string tip;
+  std::vector<std::string> paths;
+};
+
+/// Steps 1 and 3 of merge_into_base: the merge of `branch` into the tip of
+/// `base_branch`, made in memory and written as a commit object that
+/// nothing refers to yet. The checkout and every ref stay as they are, so
+/// the result can be checked (its gate run) before land_merge.
+merge_candidate prepare_merge(repository& repo, const std::string& branch,
+                              const std::string& base_branch,
+                              const std::string& message,
+                              const signature& committer = {});
+
+/// Steps 2, 4 and 5 of merge_into_base for a candidate of prepare_merge:
+/// `base_branch` moves to exactly `candidate` only while it is still at the
+/// candidate's first parent and, when `branch_tip` is given, the
+/// candidate's second parent is `branch_tip` (stale otherwise, nothing
+/// written); never over uncommitted edits in the checkout
+/// (dirty_checkout). Throws as merge_into_base does.
+merge_result land_merge(repository& repo, const std::string& candidate,
+                        const std::string& base_branch,
+                        const std::string& branch_tip = "");
 
 /// If `branch_tip` is reachable from `base_branch`, the first (oldest)
 /// commit on the base's first-parent line that contains it; nothing

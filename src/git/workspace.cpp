@@ -624,8 +624,40 @@ integration workspace::merge_task(const integration_request& req,
       git::delete_branch(repo, req.branch);
     return out;
   }
-  auto r = git::merge_into_base(repo, req.branch, base_branch_,
-                                "Merge " + req.branch + ": " + req.title);
+  auto merge_message = "Merge " + req.branch + ": " + req.title;
+  git::merge_result r;
+  if (!req.expected.empty() && req.adopt) {
+    out.commit = req.expected;
+    if (!have_worktree || !git::is_ancestor(repo, *tip, req.expected)) {
+      out.status = integration::outcome::stale;
+      return out;
+    }
+    // All its work is committed (prepare did that): a kill half way leaves
+    // nothing of value in it, and the next start removes it.
+    preparing mark{marker_for(wt), wt};
+    auto moved = git::reuse_worktree(repo, wt, req.branch, req.expected);
+    out.status = moved.status == git::reuse_result::outcome::reused
+                   ? integration::outcome::prepared
+                   : integration::outcome::stale;
+    return out;
+  }
+  if (!req.expected.empty()) {
+    r = git::land_merge(repo, req.expected, base_branch_, *tip);
+  } else if (req.prepare) {
+    auto c = git::prepare_merge(repo, req.branch, base_branch_, merge_message);
+    if (c.status == git::merge_result::outcome::merged) {
+      checkout_scratch(req.task_id, c.commit);
+      out.status = integration::outcome::prepared;
+      out.commit = c.commit;
+      out.paths = {scratch_path(req.task_id).string()};
+      return out;
+    }
+    r.status = c.status;
+    r.commit = std::move(c.commit);
+    r.paths = std::move(c.paths);
+  } else {
+    r = git::merge_into_base(repo, req.branch, base_branch_, merge_message);
+  }
   using oc = git::merge_result::outcome;
   switch (r.status) {
     case oc::merged:
@@ -648,12 +680,78 @@ integration workspace::merge_task(const integration_request& req,
       out.message = "main checkout has uncommitted changes to " + join(r.paths)
                     + " (nothing overwritten)";
       break;
+    case oc::stale:
+      out.status = integration::outcome::stale;
+      out.message = base_branch_ + " or " + req.branch
+                    + " moved since the merge result was checked; nothing was "
+                      "merged";
+      break;
   }
   return out;
 }
 
+fs::path workspace::scratch_path(const std::string& task_id) const {
+  return root_ / ".taskforce" / "merge-check" / run_id_ / task_id;
+}
+
+// One scratch worktree per task, detached at the merge result: reused (only
+// the files that differ rewritten) while it is clean, made again when the
+// last gate left something there.
+void workspace::checkout_scratch(const std::string& task_id,
+                                 const std::string& commit) {
+  auto path = scratch_path(task_id);
+  auto branch = "taskforce-check/" + run_id_ + "/" + task_id;
+  if (is_worktree_at(path, nullptr)) {
+    auto r = git::reuse_worktree(repo_, path, branch, commit);
+    if (r.status == git::reuse_result::outcome::reused) {
+      auto wt = git::open(path);
+      git::point_head(wt, "", commit);
+      git::delete_branch(repo_, branch);
+      return;
+    }
+    git::remove_worktree(repo_, path.string(), true, true);
+  }
+  std::error_code ec;
+  fs::remove_all(path, ec);
+  git::prune_worktrees(repo_);
+  if (git::branch_tip(repo_, branch))
+    git::delete_branch(repo_, branch);
+  fs::create_directories(path.parent_path());
+  git::create_worktree(repo_, path, branch, commit);
+  // Detached: no branch of the run points at a result that may fail.
+  auto wt = git::open(path);
+  git::point_head(wt, "", commit);
+  git::delete_branch(repo_, branch);
+}
+
+void workspace::drop_scratch() {
+  auto dir = root_ / ".taskforce" / "merge-check" / run_id_;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    return;
+  for (auto& wt : git::list_worktrees(repo_)) {
+    auto rel = wt.path.lexically_relative(dir);
+    if (rel.empty() || *rel.begin() == "..")
+      continue;
+    try {
+      git::remove_worktree(repo_, wt.path.string(), true, true);
+    } catch (const git::error& e) {
+      spdlog::warn("cannot remove the scratch worktree {}: {}",
+                   wt.path.string(), e.what());
+    }
+  }
+  fs::remove_all(dir, ec);
+  fs::remove(dir.parent_path(), ec); // merge-check, when empty
+  try {
+    git::prune_worktrees(repo_);
+  } catch (const git::error& e) {
+    spdlog::warn("cannot prune worktrees: {}", e.what());
+  }
+}
+
 void workspace::finish() {
   spares_.clear();
+  drop_scratch();
   remove_merged_leftovers(repo_, base_branch_, run_id_, leased_);
 }
 

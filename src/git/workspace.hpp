@@ -108,6 +108,18 @@ struct integration_request {
   bool cleanup = true;
   /// The task's write scope: what an in-place task commits.
   std::vector<std::string> scope;
+  /// Stop before the base moves: a new merge commit is only made and
+  /// checked out in the run's scratch worktree (outcome prepared), so its
+  /// gate can run there first. Nothing else changes how it ends.
+  bool prepare = false;
+  /// Land exactly this merge commit (of an earlier `prepare`): the base
+  /// moves to it only while the base and the branch are where it was made
+  /// from (outcome stale otherwise, nothing written).
+  std::string expected;
+  /// With `expected`: its gate failed; the task's branch and worktree move
+  /// to it (the repair starts from the merge result) and nothing lands
+  /// (outcome prepared, or stale).
+  bool adopt = false;
 };
 
 /// How an integration ended.
@@ -127,6 +139,13 @@ struct integration {
     error,
     /// For check_merged: the task's work is not in the base.
     not_merged,
+    /// For `prepare`: the merge commit is made (in `commit`) and checked
+    /// out in the scratch worktree (`paths` holds its folder); the base has
+    /// not moved.
+    prepared,
+    /// For `expected`: the base or the branch moved since the merge commit
+    /// was made; nothing was written.
+    stale,
   };
   outcome status = outcome::error;
   /// The base commit that brought the work in (merged, already_merged,
@@ -189,8 +208,14 @@ class workspace {
   /// anything was removed.
   bool discard(const std::string& run_id, const std::string& task_id);
 
-  /// The run is over: removes the clean, merged worktrees kept for reuse.
+  /// The run is over: removes the clean, merged worktrees kept for reuse,
+  /// and the scratch worktree where merge results were checked.
   void finish();
+
+  /// `<root>/.taskforce/merge-check/<run>/<task>`: where a task's merge
+  /// result is checked out for its gate (one per task: two merges may be
+  /// checked at once).
+  std::filesystem::path scratch_path(const std::string& task_id) const;
 
  private:
   bool is_worktree_at(const std::filesystem::path& path, std::string* branch);
@@ -203,6 +228,8 @@ class workspace {
   integration merge_task(const integration_request& req,
                          std::vector<std::string>& committed);
   std::string changed_after_check(const integration_request& req);
+  void checkout_scratch(const std::string& task_id, const std::string& commit);
+  void drop_scratch();
 
   /// The main repository.
   repository repo_;

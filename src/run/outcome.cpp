@@ -14,9 +14,10 @@ constexpr std::array<attempt_end, 4> all_attempt_ends{
   attempt_end::interrupted,
 };
 
-constexpr std::array<merge_end, 5> all_merge_ends{
-  merge_end::merged, merge_end::empty,      merge_end::conflict,
-  merge_end::error,  merge_end::not_merged,
+constexpr std::array<merge_end, 8> all_merge_ends{
+  merge_end::merged,   merge_end::empty,      merge_end::conflict,
+  merge_end::error,    merge_end::not_merged, merge_end::gate_failed,
+  merge_end::prepared, merge_end::stale,
 };
 
 } // namespace
@@ -38,6 +39,9 @@ const char* to_string(merge_end x) {
     case merge_end::conflict: return "conflict";
     case merge_end::error: return "error";
     case merge_end::not_merged: return "not_merged";
+    case merge_end::gate_failed: return "gate_failed";
+    case merge_end::prepared: return "prepared";
+    case merge_end::stale: return "stale";
   }
   return "unknown";
 }

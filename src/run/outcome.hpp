@@ -32,6 +32,15 @@ enum class merge_end : uint8_t {
   error,
   /// For check_merged: the branch is not in the base.
   not_merged,
+  /// verifyMerged: the gate failed on the merge result; the base did not
+  /// move (the task goes back to repair).
+  gate_failed,
+  /// Between the git service and the merge check only: the merge result
+  /// is made and checked out for its gate; the base did not move.
+  prepared,
+  /// Between the git service and the merge check only: the base or the
+  /// branch moved since the merge result was made; nothing was written.
+  stale,
 };
 
 /// The lowercase name.

@@ -1,4 +1,5 @@
 #include "src/run/run_setup.hpp"
+#include "src/run/assist.hpp"
 
 #include <algorithm>
 #include <map>
@@ -56,14 +57,21 @@ void refuse_dirty(git::repository& repo,
                   const std::vector<std::string>& task_files, const config& cfg,
                   const std::vector<task_spec>& specs,
                   const std::set<std::string>& done) {
+  // The progress file is the run's to write (run.progressFile), like the
+  // boxes of the task files.
+  auto own = task_files;
+  std::string progress;
+  if (check_progress_file(repo.workdir(), cfg.run.progress_file, &progress)
+        .empty()
+      && !progress.empty())
+    own.push_back(progress);
   // taskforce's own folder counts neither (before the first run it is not
   // excluded yet, and may hold a config).
   auto drop_task_files = [&](std::vector<std::string>& paths) {
     paths.erase(std::remove_if(paths.begin(), paths.end(),
                                [&](const std::string& p) {
-                                 return std::find(task_files.begin(),
-                                                  task_files.end(), p)
-                                          != task_files.end()
+                                 return std::find(own.begin(), own.end(), p)
+                                          != own.end()
                                         || p.rfind(".taskforce/", 0) == 0;
                                }),
                 paths.end());
@@ -344,6 +352,8 @@ void learn_co_changes(const fs::path& root, const config& cfg) {
 open_result open_run(const open_options& opts) {
   auto& root = opts.root;
   auto& cfg = opts.cfg;
+  if (auto why = check_progress_file(root, cfg.run.progress_file); !why.empty())
+    throw setup_error(why);
   auto lib = std::make_unique<git::library>();
   auto repo = git::open(root);
   auto dir = state_dir(root);

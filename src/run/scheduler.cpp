@@ -70,6 +70,7 @@ scheduler::scheduler(plan::task_graph graph, std::vector<task_record> records,
   rules_.max_attempts = std::max<uint64_t>(rules_.max_attempts, 1);
   auto n = records_.size();
   failures_.assign(n, 0);
+  merge_repairs_.assign(n, 0);
   waiting_.assign(n, 0);
   skipped_by_.assign(n, std::nullopt);
   for (size_t i = 0; i < n; ++i) {
@@ -536,15 +537,41 @@ decision scheduler::merge_ended(size_t i, merge_end end, std::string why) {
     case merge_end::empty:
       move(d, i, task_event::merged, why.empty() ? "no changes" : why);
       break;
+    case merge_end::gate_failed:
+      gate_failed_on_merge(d, i, std::move(why));
+      break;
     case merge_end::conflict:
     case merge_end::error:
-    case merge_end::not_merged: {
+    case merge_end::not_merged:
+    case merge_end::prepared:
+    case merge_end::stale: {
       move(d, i, task_event::conflict, why);
       stopped(d, i, graph_.task(i).id + ": " + why);
       break;
     }
   }
   return d;
+}
+
+/// The gate failed on the merge result: the base did not move. Like a gate
+/// failure in the attempt, it goes back to the worker while repairs are
+/// left, and then counts as a failed attempt.
+void scheduler::gate_failed_on_merge(decision& d, size_t i, std::string why) {
+  auto& id = graph_.task(i).id;
+  if (rules_.repair_on_failure && merge_repairs_[i] < rules_.max_repairs
+      && phase_ != run_phase::aborting) {
+    // Ready, not running: it starts again when a slot is free, with a
+    // repair as its first turn.
+    ++merge_repairs_[i];
+    move(d, i, task_event::retry, "repair: " + why);
+    return;
+  }
+  ++failures_[i];
+  move(d, i, task_event::fail, why);
+  if (failures_[i] < rules_.max_attempts && phase_ != run_phase::aborting)
+    move(d, i, task_event::retry, "attempt failed: " + why);
+  else
+    stopped(d, i, id + " failed: " + why);
 }
 
 decision scheduler::refused(size_t i, task_state actual, std::string why) {
@@ -704,6 +731,7 @@ steer_result scheduler::add(std::vector<task_spec> specs) {
   // changed: rebuild what derives from the graph.
   records_.resize(graph_.size());
   failures_.resize(graph_.size(), 0);
+  merge_repairs_.resize(graph_.size(), 0);
   waiting_.resize(graph_.size(), 0);
   skipped_by_.resize(graph_.size(), std::nullopt);
   for (size_t i = first; i < graph_.size(); ++i) {

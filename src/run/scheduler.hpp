@@ -70,6 +70,11 @@ struct rules {
   /// Once the run's usage reaches it, no task starts and the run pauses
   /// with reason `budget` (running tasks finish and merge).
   run::budget budget;
+  /// A gate that failed on the merge result sends the task back to its
+  /// worker (repairOnFailure), at most `max_repairs` times per task before
+  /// it counts as a failed attempt.
+  bool repair_on_failure = true;
+  uint64_t max_repairs = 2;
 };
 
 /// A task as the scheduler starts with it (from the ledger and the file).
@@ -333,8 +338,17 @@ class scheduler {
   /// The attempt ended.
   decision attempt_ended(size_t i, attempt_end end, std::string why);
 
-  /// An integration (or a check for a hand merge) ended.
+  /// An integration (or a check for a hand merge) ended. `gate_failed`
+  /// (verifyMerged) sends the task back for a repair while repairs are
+  /// left (merging -> ready: its next attempt begins with the repair), and
+  /// otherwise counts as a failed attempt.
   decision merge_ended(size_t i, merge_end end, std::string why);
+
+  /// Repairs of a merge result that failed its gate, for task `i`, since
+  /// this scheduler started.
+  uint64_t merge_repairs(size_t i) const {
+    return merge_repairs_[i];
+  }
 
   /// The ledger refused a change of task `i` and says the task is in
   /// `actual`: the scheduler takes the ledger's word and pauses the run
@@ -396,6 +410,7 @@ class scheduler {
   void unskip_dependents(decision& d, size_t i);
   bool blocked_upstream(size_t i) const;
   void stopped(decision& d, size_t i, const std::string& why);
+  void gate_failed_on_merge(decision& d, size_t i, std::string why);
   void start_pause(decision& d, std::string why);
   bool stop_for_budget(decision& d);
   void wake(decision& d);
@@ -414,6 +429,8 @@ class scheduler {
   bool asked_to_pause_ = false;
   /// Per task: failed attempts counted against maxAttempts.
   std::vector<uint64_t> failures_;
+  /// Per task: repairs of a merge result that failed its gate.
+  std::vector<uint64_t> merge_repairs_;
   /// Per task: dependencies not done yet.
   std::vector<size_t> waiting_;
   /// Per task: the failed or blocked task that made it skipped.

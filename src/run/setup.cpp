@@ -13,6 +13,8 @@ rules rules_of(const run_config& cfg) {
   r.max_attempts = std::max<uint64_t>(1, cfg.max_attempts);
   r.continue_on_error = cfg.continue_on_error;
   r.ask_user_on_blocked = cfg.ask_user_on_blocked;
+  r.repair_on_failure = cfg.repair_on_failure;
+  r.max_repairs = cfg.max_repairs;
   if (cfg.mode == "assist")
     r.finish = integration::leave;
   else if (!cfg.auto_merge && cfg.use_worktrees)

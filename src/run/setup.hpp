@@ -34,6 +34,10 @@ struct task_memory {
   /// The model its latest attempt was started on ("" = the agent's own
   /// default, or no agent).
   std::string model;
+  /// The gate failed on the merge result: how, and the end of its output,
+  /// for the repair the task's next attempt starts with.
+  std::string merge_gate_result;
+  std::string merge_gate_tail;
 };
 
 /// The scheduler's rules for a run config: autoMerge false keeps passing

@@ -121,7 +121,9 @@ bool from_string(std::string_view name, run_state& out) {
 //   |                    failed      <--fail------- running|verifying|merging
 //   |                    blocked     <--block------ running|verifying
 //   |
-//   +--retry-- running|verifying|failed|blocked|conflict|interrupted
+//   +--retry-- running|verifying|merging|failed|blocked|conflict|interrupted
+//              (from merging: the gate failed on the merge result, and the
+//              next attempt begins with its repair)
 //
 //   review|conflict|interrupted --merge--> merging
 //   review|conflict|interrupted --merged--> done   (found already merged)
@@ -194,8 +196,8 @@ std::optional<task_state> transition(task_state from, task_event event) {
         return s::interrupted;
       break;
     case task_event::retry:
-      if (in({s::running, s::verifying, s::failed, s::blocked, s::conflict,
-              s::interrupted}))
+      if (in({s::running, s::verifying, s::merging, s::failed, s::blocked,
+              s::conflict, s::interrupted}))
         return s::ready;
       break;
     case task_event::skip:

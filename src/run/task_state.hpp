@@ -76,8 +76,9 @@ enum class task_event : uint8_t {
   /// The process driving the run stopped mid-attempt:
   /// running|verifying|merging -> interrupted.
   interrupt,
-  /// Another attempt (a failed attempt with attempts left, or resume):
-  /// running|verifying|failed|blocked|conflict|interrupted -> ready.
+  /// Another attempt (a failed attempt with attempts left, or resume; or a
+  /// repair of a merge result that failed its gate):
+  /// running|verifying|merging|failed|blocked|conflict|interrupted -> ready.
   retry,
   /// Will not run: pending|ready|held -> skipped.
   skip,

@@ -12,9 +12,11 @@
 //
 // After every step: no task is merged twice, nothing is merged unchecked (a
 // merge only of a task the ledger has merging, after a passing attempt, or
-// after an approval where one is needed), the concurrency bound holds, no
-// conflicting tasks are active together, and no task starts once the usage
-// the ledger has reached the budget; at the end of every driver:
+// after an approval where one is needed; a merge result that failed its
+// gate never reaches the base, and the task merges again only after a new
+// passing attempt), the concurrency bound holds, no conflicting tasks are
+// active together, and no task starts once the usage the ledger has
+// reached the budget; at the end of every driver:
 // it told its watcher exactly once, and the run ended, or paused with a
 // reason.
 //
@@ -167,6 +169,8 @@ struct simulation : test_coordinator_fixture<run_test_config> {
     rules.max_attempts = 1 + pick(3);
     rules.continue_on_error = chance(40);
     rules.ask_user_on_blocked = chance(40);
+    rules.repair_on_failure = chance(70);
+    rules.max_repairs = pick(3);
     rules.finish
       = chance(20) ? run::integration::review : run::integration::merge;
     if (chance(40))
@@ -242,6 +246,16 @@ struct simulation : test_coordinator_fixture<run_test_config> {
                                   + ", never cleared for a merge");
       }
     }
+    if (tr.from == task_state::merging
+        && (tr.to == task_state::ready || tr.to == task_state::failed)) {
+      // Only a merge result that failed its gate leaves merging this way:
+      // it never reached the base, and the work is not cleared for a merge
+      // until an attempt passes again.
+      require(!in_base[id], id
+                              + " sent back from merging with its work in "
+                                "the base");
+      ever_legit[id] = false;
+    }
     if (tr.to == task_state::done)
       require(in_base[id], id + " done while its work is not in the base");
   }
@@ -277,6 +291,14 @@ struct simulation : test_coordinator_fixture<run_test_config> {
     if (roll < 13) {
       m.end = run::merge_end::error;
       m.message = "libgit2 said no";
+      return m;
+    }
+    if (roll < 20) {
+      // verifyMerged: the gate failed on the merge result; the base did not
+      // move.
+      m.end = run::merge_end::gate_failed;
+      m.message = "gate failed on the merge result";
+      m.tail = "red";
       return m;
     }
     in_base[id] = true;

@@ -207,7 +207,8 @@ CAF_TEST(
     = merge_outcome{run::merge_end::conflict,
                     "",
                     {"f.txt"},
-                    "merge conflict in f.txt (branch taskforce/r1/a kept)"};
+                    "merge conflict in f.txt (branch taskforce/r1/a kept)",
+                    ""};
   start({spec("a", {"a"}), spec("b", {"b"}, {"a"})});
   outcome("a", run::attempt_end::done);
   CAF_CHECK_EQUAL(state("a"), task_state::conflict);
@@ -535,7 +536,7 @@ CAF_TEST(tasks added to a live run are recorded first and then scheduled) {
 
 CAF_TEST(a resume merges again what was cut short and finds a hand merge) {
   gits->check_answers["r"]
-    = merge_outcome{run::merge_end::merged, "h-r", {}, ""};
+    = merge_outcome{run::merge_end::merged, "h-r", {}, "", ""};
   start({spec("m", {"m"}), spec("r", {"r"}), spec("i", {"i"})}, run::rules{},
         {task_state::merging, task_state::review, task_state::interrupted});
   CAF_CHECK_EQUAL(gits->merges, strings{"m"});

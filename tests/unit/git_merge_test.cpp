@@ -275,4 +275,63 @@ CAF_TEST(diff_text shows the work of a task as a patch) {
   CAF_CHECK(live.find("+++ b/fresh.txt") != std::string::npos);
 }
 
+CAF_TEST(a prepared merge leaves the base and the checkout as they are) {
+  auto before = tip_of(repo, "main");
+  auto b = task_commit("t1", {{"src/a.txt", "changed\n"}});
+  auto tip = tip_of(repo, b);
+  auto c = git::prepare_merge(repo, b, "main", "Merge t1", who);
+  CAF_REQUIRE_EQUAL(c.status, outcome::merged);
+  CAF_CHECK_EQUAL(c.base, before);
+  CAF_CHECK_EQUAL(c.tip, tip);
+  CAF_CHECK_EQUAL(parent(root, c.commit + "^1"), before);
+  CAF_CHECK_EQUAL(parent(root, c.commit + "^2"), tip);
+  // Nothing moved: the candidate is only an object.
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), before);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "a1\na2\na3\n");
+  CAF_CHECK_EQUAL(porcelain(), "");
+  // Landing it moves the base to exactly that commit.
+  auto l = git::land_merge(repo, c.commit, "main", tip);
+  CAF_REQUIRE_EQUAL(l.status, outcome::merged);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), c.commit);
+  CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "changed\n");
+  CAF_CHECK_EQUAL(porcelain(), "");
+  CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(a candidate made before the base moved never lands) {
+  auto b1 = task_commit("t1", {{"src/one.txt", "one\n"}});
+  auto b2 = task_commit("t2", {{"src/two.txt", "two\n"}});
+  auto c2 = git::prepare_merge(repo, b2, "main", "Merge t2", who);
+  CAF_REQUIRE_EQUAL(c2.status, outcome::merged);
+  // t1 lands while t2's result is being checked.
+  auto m1 = git::merge_into_base(repo, b1, "main", "Merge t1", who);
+  CAF_REQUIRE_EQUAL(m1.status, outcome::merged);
+  auto l = git::land_merge(repo, c2.commit, "main");
+  CAF_CHECK_EQUAL(l.status, outcome::stale);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), m1.commit);
+  CAF_CHECK(!fs::exists(root / "src/two.txt"));
+  // A branch that moved since the candidate was made: stale as well.
+  auto c2b = git::prepare_merge(repo, b2, "main", "Merge t2", who);
+  CAF_REQUIRE_EQUAL(c2b.status, outcome::merged);
+  write(wt_path("t2"), "src/two.txt", "two, later\n");
+  auto wt = git::open(wt_path("t2"));
+  git::commit_all(wt, "later", who);
+  auto moved = git::land_merge(repo, c2b.commit, "main", tip_of(repo, b2));
+  CAF_CHECK_EQUAL(moved.status, outcome::stale);
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), m1.commit);
+  CAF_CHECK_EQUAL(porcelain(), "");
+}
+
+CAF_TEST(a conflicting prepare names its paths and makes nothing) {
+  auto b1 = task_commit("t1", {{"src/a.txt", "a1\nFIRST\na3\n"}});
+  auto b2 = task_commit("t2", {{"src/a.txt", "a1\nSECOND\na3\n"}});
+  CAF_REQUIRE_EQUAL(git::merge_into_base(repo, b1, "main", "M", who).status,
+                    outcome::merged);
+  auto before = tip_of(repo, "main");
+  auto c = git::prepare_merge(repo, b2, "main", "Merge t2", who);
+  CAF_CHECK_EQUAL(c.status, outcome::conflict);
+  CAF_CHECK_EQUAL(c.paths, std::vector<std::string>{"src/a.txt"});
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), before);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -914,4 +914,46 @@ CAF_TEST(a resume keeps the recorded budget unless its config sets one) {
   CAF_CHECK_EQUAL(b.max_tokens, 500u);
   CAF_CHECK(!budget_of(run_config{}, "{}").any());
   CAF_CHECK(!budget_of(run_config{}, "not json").any());
+CAF_TEST(a merge result that fails its gate goes back for a repair) {
+  rules r;
+  r.max_concurrency = 1;
+  r.max_repairs = 1;
+  r.max_attempts = 1;
+  auto s = make_scheduler({make("a", {"a"}), make("b", {"b"})}, r);
+  s.start();
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
+  auto a = at(s, "a");
+  s.attempt_ended(a, attempt_end::done, "");
+  // While a merges, b takes the slot (a merge holds no attempt).
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"b"});
+  // The gate failed on a's merge result: a is ready again, and waits for
+  // the slot b holds instead of going over the bound.
+  CAF_CHECK_EQUAL(show(s, s.merge_ended(a, merge_end::gate_failed, "red")),
+                  "a:merging>ready");
+  CAF_CHECK_EQUAL(s.reason(a), "repair: red");
+  CAF_CHECK_EQUAL(s.merge_repairs(a), 1u);
+  CAF_CHECK(s.next().empty());
+  s.attempt_ended(at(s, "b"), attempt_end::done, "");
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
+  s.merge_ended(at(s, "b"), merge_end::merged, "");
+  // No repair left: the failure counts as a failed attempt, and with none
+  // left either the task fails and the run pauses.
+  s.attempt_ended(a, attempt_end::done, "");
+  CAF_CHECK_EQUAL(show(s, s.merge_ended(a, merge_end::gate_failed, "red")),
+                  "a:merging>failed run:paused");
+  CAF_CHECK_EQUAL(s.reason(a), "red");
+}
+
+CAF_TEST(a merge result that fails with attempts left starts a new attempt) {
+  rules r;
+  r.max_repairs = 0;
+  r.max_attempts = 2;
+  auto s = make_scheduler({make("a", {"a"})}, r);
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::done, "");
+  CAF_CHECK_EQUAL(show(s, s.merge_ended(0, merge_end::gate_failed, "red")),
+                  "a:merging>failed a:failed>ready");
+  CAF_CHECK_EQUAL(s.failures(0), 1u);
+  CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
 }

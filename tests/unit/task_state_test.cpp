@@ -95,6 +95,7 @@ CAF_TEST(the transition table is exactly the documented lifecycle) {
     {{s::merging, e::interrupt}, s::interrupted},
     {{s::running, e::retry}, s::ready},
     {{s::verifying, e::retry}, s::ready},
+    {{s::merging, e::retry}, s::ready},
     {{s::failed, e::retry}, s::ready},
     {{s::blocked, e::retry}, s::ready},
     {{s::conflict, e::retry}, s::ready},
