@@ -914,6 +914,8 @@ CAF_TEST(a resume keeps the recorded budget unless its config sets one) {
   CAF_CHECK_EQUAL(b.max_tokens, 500u);
   CAF_CHECK(!budget_of(run_config{}, "{}").any());
   CAF_CHECK(!budget_of(run_config{}, "not json").any());
+}
+
 CAF_TEST(a merge result that fails its gate goes back for a repair) {
   rules r;
   r.max_concurrency = 1;
