@@ -372,7 +372,11 @@ void turn_ended(self_ptr self, const proc_exited& exit) {
   if (v.kind == verdict_kind::failed)
     return fail(self, "worker: " + v.reason);
   st.summary = v.reason;
-  progress(self, attempt_phase::verifying, "");
+  // Without a gate or a verifier the check takes a moment and the outcome
+  // follows: it records the move through verifying with its own, one
+  // ledger transaction instead of two.
+  if (!st.job.task.verify.empty() || st.job.cfg.verifier_enabled)
+    progress(self, attempt_phase::verifying, "");
   check(self);
 }
 
@@ -521,10 +525,10 @@ void verifier_ended(self_ptr self, const proc_exited& exit) {
   }
   // Numbered with the worker's turns: the attempt's runs in order.
   if (auto& u = st.verdict.usage)
-    st.unsent.push_back(turn_spent{st.out.turns + st.reviews,
-                                   "verify",
-                                   {u->input_tokens, u->output_tokens,
-                                    u->cost_usd}});
+    st.unsent.push_back(
+      turn_spent{st.out.turns + st.reviews,
+                 "verify",
+                 {u->input_tokens, u->output_tokens, u->cost_usd}});
   st.now = phase::closing_review;
   self
     ->request(st.job.git, caf::infinite, reviewed_atom::value,
