@@ -1,5 +1,6 @@
 #include "src/worker/prompt.hpp"
 #include "src/text/file.hpp"
+#include "src/text/markdown.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -14,25 +15,6 @@ namespace fs = std::filesystem;
 namespace taskforce {
 
 namespace {
-
-/// A fence longer than any run of backticks in `text`, so quoted output
-/// cannot close it early.
-std::string fence_for(const std::string& text) {
-  size_t longest = 0, run = 0;
-  for (char c : text) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  return std::string(std::max<size_t>(3, longest + 1), '`');
-}
-
-std::string trimmed(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
 
 /// The end of `text`, at most `limit` bytes, starting on a line boundary
 /// when one is near.

@@ -3,27 +3,11 @@
 #include <algorithm>
 #include <sstream>
 
+#include "src/text/markdown.hpp"
+
 namespace taskforce {
 
 namespace {
-
-std::string trimmed(const std::string& s) {
-  auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos)
-    return {};
-  auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
-/// A fence longer than any run of backticks in `text`.
-std::string fence_for(const std::string& text) {
-  size_t longest = 0, run = 0;
-  for (char c : text) {
-    run = c == '`' ? run + 1 : 0;
-    longest = std::max(longest, run);
-  }
-  return std::string(std::max<size_t>(3, longest + 1), '`');
-}
 
 std::string fenced(const std::string& text, const std::string& lang) {
   auto fence = fence_for(text);
