@@ -3,17 +3,19 @@
 // defining CAF_SUITE (and FAIL, see NOTES on the fixture's request()).
 #pragma once
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace taskforce::test {
 
 /// A fresh directory under the system's temp dir, removed on destruction.
 class temp_dir {
-public:
+ public:
   temp_dir() {
     auto base = std::filesystem::temp_directory_path();
     std::string pattern = (base / "taskforce-test-XXXXXX").string();
@@ -42,7 +44,7 @@ public:
     return file;
   }
 
-private:
+ private:
   std::filesystem::path path_;
 };
 
@@ -52,6 +54,20 @@ inline std::string read_file(const std::filesystem::path& path) {
   std::stringstream buffer;
   buffer << in.rdbuf();
   return buffer.str();
+}
+
+/// Waits (polling, at most `limit`) until `done()` holds; false when it
+/// never did. For real processes only: actor tests advance their clock.
+template<class F>
+bool eventually(F done,
+                std::chrono::milliseconds limit = std::chrono::seconds(60)) {
+  auto give_up = std::chrono::steady_clock::now() + limit;
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
 }
 
 } // namespace taskforce::test

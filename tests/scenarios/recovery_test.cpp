@@ -43,19 +43,9 @@ std::string task_file(const std::string& marker) {
 /// (an environment entry NAME=VALUE) inherited by everything it starts.
 proc::child start_driver(scenario& s, std::vector<std::string> args,
                          const std::string& mark) {
-  if (!std::filesystem::exists(s.config))
-    s.set_config(s.config_text);
-  proc::spawn_options o;
-  o.argv = {TASKFORCE_BINARY, "--repo", s.root.string(), "--config",
-            s.config.string()};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.cwd = s.root.string();
   auto eq = mark.find('=');
-  o.env = {{mark.substr(0, eq), mark.substr(eq + 1)}, {"NO_COLOR", "1"}};
-  o.out = proc::stdio::file((s.dir.path() / "killed.log").string(), true);
-  o.err = proc::stdio::to_stdout();
-  o.in = proc::stdio::null();
-  return proc::spawn(o);
+  return start_taskforce(s, args, "killed.log",
+                         {{mark.substr(0, eq), mark.substr(eq + 1)}});
 }
 
 /// The live processes (zombies hold nothing) whose environment has `entry`
@@ -89,18 +79,6 @@ std::vector<pid_t> processes_carrying(const std::string& entry) {
   }
   ::closedir(d);
   return found;
-}
-
-/// Waits (at most a minute, polling) until `done()` holds.
-template<class F>
-bool eventually(F done) {
-  auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
 }
 
 /// A worker that leaves three kinds of descendants behind: one in a session

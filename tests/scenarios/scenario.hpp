@@ -147,4 +147,25 @@ struct scenario {
   }
 };
 
+/// Starts `taskforce ARGS...` in the scenario's repository without waiting
+/// for it; its output is appended to `log` in the scenario's folder.
+inline proc::child
+start_taskforce(scenario& s, const std::vector<std::string>& args,
+                const std::string& log = "background.log",
+                std::vector<std::pair<std::string, std::string>> env = {}) {
+  if (!std::filesystem::exists(s.config))
+    s.set_config(s.config_text);
+  proc::spawn_options o;
+  o.argv = {TASKFORCE_BINARY, "--repo", s.root.string(), "--config",
+            s.config.string()};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.cwd = s.root.string();
+  o.env = std::move(env);
+  o.env.emplace_back("NO_COLOR", "1");
+  o.out = proc::stdio::file((s.dir.path() / log).string(), true);
+  o.err = proc::stdio::to_stdout();
+  o.in = proc::stdio::null();
+  return proc::spawn(o);
+}
+
 } // namespace taskforce::test

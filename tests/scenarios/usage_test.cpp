@@ -86,34 +86,6 @@ struct usage_scenario : scenario {
   }
 };
 
-/// Starts `taskforce ARGS...` without waiting for it.
-proc::child start_in_background(scenario& s, std::vector<std::string> args) {
-  if (!std::filesystem::exists(s.config))
-    s.set_config(s.config_text);
-  proc::spawn_options o;
-  o.argv = {TASKFORCE_BINARY, "--repo", s.root.string(), "--config",
-            s.config.string()};
-  o.argv.insert(o.argv.end(), args.begin(), args.end());
-  o.cwd = s.root.string();
-  o.env = {{"NO_COLOR", "1"}};
-  o.out = proc::stdio::file((s.dir.path() / "background.log").string(), true);
-  o.err = proc::stdio::to_stdout();
-  o.in = proc::stdio::null();
-  return proc::spawn(o);
-}
-
-/// Waits (at most a minute, polling) until `done()` holds.
-template<class F>
-bool wait_until(F done) {
-  auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > give_up)
-      return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  return true;
-}
-
 json usage_of(int64_t in, int64_t out, double cost) {
   return json{{"input_tokens", in}, {"output_tokens", out}, {"cost_usd", cost}};
 }
@@ -243,8 +215,8 @@ CAF_TEST(the budget holds across a SIGKILL of the driver and a resume) {
   s.independent_tasks(4);
   // t2's worker waits until the hold is gone: the driver is killed then.
   s.write("../hold/t2", "");
-  auto driver = start_in_background(s, {"run", "TASKS.md", "--plain"});
-  CAF_REQUIRE(wait_until([&] {
+  auto driver = start_taskforce(s, {"run", "TASKS.md", "--plain"});
+  CAF_REQUIRE(eventually([&] {
     return contains(s.log(), "task=t2 attempt=1");
   }));
   ::kill(driver.pid, SIGKILL);

@@ -141,18 +141,11 @@ CAF_TEST(
           + "; sleep 1000; fi; grep -q one one.txt\n");
   auto before = git_ok(s.root, {"rev-parse", "main"});
   s.set_config("{}");
-  proc::spawn_options o;
-  o.argv = {TASKFORCE_BINARY,  "--repo", s.root.string(), "--config",
-            s.config.string(), "run",    "TASKS.md",      "--plain"};
-  o.cwd = s.root.string();
-  o.out = proc::stdio::file((s.dir.path() / "killed.log").string(), true);
-  o.err = proc::stdio::to_stdout();
-  o.in = proc::stdio::null();
-  auto driver = proc::spawn(o);
-  auto give_up = std::chrono::steady_clock::now() + 60s;
-  while (!std::filesystem::exists(flag)
-         && std::chrono::steady_clock::now() < give_up)
-    std::this_thread::sleep_for(20ms);
+  auto driver
+    = start_taskforce(s, {"run", "TASKS.md", "--plain"}, "killed.log");
+  eventually([&] {
+    return std::filesystem::exists(flag);
+  });
   CAF_REQUIRE(std::filesystem::exists(flag));
   ::kill(driver.pid, SIGKILL);
   CAF_CHECK_EQUAL(proc::wait_for(driver.pid).signal, SIGKILL);
