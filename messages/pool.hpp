@@ -154,7 +154,8 @@ struct pool_status {
   std::vector<pool_view> pools;
 };
 
-// -- equality ------------------------------------------------------------------
+// -- equality
+// ------------------------------------------------------------------
 
 inline bool operator==(const acquire_request& x, const acquire_request& y) {
   return x.session == y.session && x.holder == y.holder && x.kind == y.kind
@@ -200,52 +201,53 @@ inline bool operator==(const pool_status& x, const pool_status& y) {
          && x.pools == y.pools;
 }
 
-// -- inspection ----------------------------------------------------------------
+// -- inspection
+// ----------------------------------------------------------------
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, acquire_request& x) {
   return f(caf::meta::type_name("taskforce.acquire_request"), x.session,
            x.holder, x.kind, x.child_session, x.parent, x.tool, x.connection);
 }
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, adopt_request& x) {
-  return f(caf::meta::type_name("taskforce.adopt_request"), x.session,
-           x.holder, x.child_session, x.connection);
+  return f(caf::meta::type_name("taskforce.adopt_request"), x.session, x.holder,
+           x.child_session, x.connection);
 }
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, grant& x) {
   return f(caf::meta::type_name("taskforce.grant"), x.counted, x.permit,
            x.queued_ms, x.lent);
 }
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_event& x) {
   return f(caf::meta::type_name("taskforce.pool_event"), x.kind, x.holder,
            x.session, x.connection, x.position, x.of, x.running, x.background,
            x.queued_ms, x.lent, x.reason, x.held_ms, x.waited_ms);
 }
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, running_entry& x) {
-  return f(caf::meta::type_name("taskforce.running_entry"), x.holder,
-           x.session, x.kind, x.held_ms, x.lent);
+  return f(caf::meta::type_name("taskforce.running_entry"), x.holder, x.session,
+           x.kind, x.held_ms, x.lent);
 }
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, queued_entry& x) {
   return f(caf::meta::type_name("taskforce.queued_entry"), x.holder, x.session,
            x.position, x.waited_ms);
 }
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_view& x) {
   return f(caf::meta::type_name("taskforce.pool_view"), x.key, x.running,
            x.queued);
 }
 
-template <class Inspector>
+template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, pool_status& x) {
   return f(caf::meta::type_name("taskforce.pool_status"), x.mode,
            x.max_parallel, x.pools);

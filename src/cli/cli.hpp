@@ -10,14 +10,15 @@
 
 namespace taskforce::cli {
 
-/// Exit statuses (documented in the README): success, the work failed or paused, bad input.
+/// Exit statuses (documented in the README): success, the work failed or
+/// paused, bad input.
 constexpr int exit_ok = 0;
 constexpr int exit_failed = 1;
 constexpr int exit_usage = 2;
 
 /// Bad input or usage: printed on standard error, exit 2.
 class usage_error : public std::runtime_error {
-public:
+ public:
   using std::runtime_error::runtime_error;
 };
 

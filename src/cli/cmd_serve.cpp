@@ -23,13 +23,16 @@
 namespace taskforce::cli {
 
 const char* serve_help
-  = "usage: taskforce serve --stdio [--publish ADDR | --join ADDR] [--config FILE]\n"
-    "       taskforce serve [--listen [HOST:]PORT] [--publish ADDR | --join ADDR]\n"
+  = "usage: taskforce serve --stdio [--publish ADDR | --join ADDR] [--config "
+    "FILE]\n"
+    "       taskforce serve [--listen [HOST:]PORT] [--publish ADDR | --join "
+    "ADDR]\n"
     "                       [--config FILE]\n\n"
     "Serves the pool over the JSON-lines protocol (see the README): one JSON\n"
     "object per line in each direction.\n\n"
     "  --stdio          requests on standard input, responses and events on\n"
-    "                   standard output; logs go to standard error. Exits when\n"
+    "                   standard output; logs go to standard error. Exits "
+    "when\n"
     "                   standard input closes, after releasing every permit.\n"
     "  --listen ADDR    TCP, one connection per harness. ADDR is HOST:PORT,\n"
     "                   :PORT or PORT (loopback); port 0 picks a free port.\n"
@@ -43,8 +46,10 @@ const char* serve_help
     "  --join ADDR      serve the pool another process published at ADDR\n"
     "                   instead of a pool of its own: in global mode every\n"
     "                   harness of every joined process shares one bound.\n"
-    "  --config FILE    the config whose \"pool\" section sets the pool; a bad\n"
-    "                   file exits 2 naming the key, the value and the rule.\n\n"
+    "  --config FILE    the config whose \"pool\" section sets the pool; a "
+    "bad\n"
+    "                   file exits 2 naming the key, the value and the "
+    "rule.\n\n"
     "SIGINT or SIGTERM stops the server: every permit is released (each\n"
     "holder gets its released event, reason disconnected) and open requests\n"
     "fail with shutting_down.\n";
@@ -77,11 +82,12 @@ bool wait_for(caf::scoped_actor& self, const caf::actor& watched,
   while (!down) {
     if (stop_requested(signals))
       return true;
-    self->receive([&](caf::down_msg& msg) {
-      if (msg.source == watched.address())
-        down = true;
-    },
-                  caf::after(std::chrono::milliseconds(50)) >> [] {});
+    self->receive(
+      [&](caf::down_msg& msg) {
+        if (msg.source == watched.address())
+          down = true;
+      },
+      caf::after(std::chrono::milliseconds(50)) >> [] {});
   }
   return false;
 }
@@ -95,11 +101,12 @@ void wait_down(caf::scoped_actor& self, const caf::actor& watched,
   auto deadline = clock_type::now() + limit;
   bool down = false;
   while (!down && clock_type::now() < deadline)
-    self->receive([&](caf::down_msg& msg) {
-      if (msg.source == watched.address())
-        down = true;
-    },
-                  caf::after(std::chrono::milliseconds(20)) >> [] {});
+    self->receive(
+      [&](caf::down_msg& msg) {
+        if (msg.source == watched.address())
+          down = true;
+      },
+      caf::after(std::chrono::milliseconds(20)) >> [] {});
 }
 
 /// Splits `--listen` off the arguments: with a value, or alone (use the
@@ -206,8 +213,7 @@ int run_serve_command(const std::vector<std::string>& argv_in,
   auto cfg = effective_config(opts);
   listen_address where;
   if (!stdio)
-    where = parse_listen_address(address.empty() ? cfg.server.listen
-                                                 : address);
+    where = parse_listen_address(address.empty() ? cfg.server.listen : address);
   // Signals are taken synchronously by main; every thread started from here
   // on (CAF's workers included) inherits the blocked mask.
   auto signals = stop_signals();
@@ -222,8 +228,8 @@ int run_serve_command(const std::vector<std::string>& argv_in,
     bool owned = !parsed.has("--join");
     if (!owned) {
       auto from = parse_listen_address(parsed.value("--join"));
-      auto remote = sys.middleman().remote_actor<pool_actor>(from.host,
-                                                             from.port);
+      auto remote
+        = sys.middleman().remote_actor<pool_actor>(from.host, from.port);
       if (!remote)
         throw std::runtime_error("cannot join the pool at "
                                  + parsed.value("--join") + ": "
@@ -235,8 +241,7 @@ int run_serve_command(const std::vector<std::string>& argv_in,
     }
     if (parsed.has("--publish")) {
       auto at = parse_listen_address(parsed.value("--publish"));
-      auto port = sys.middleman().publish(pool, at.port, at.host.c_str(),
-                                          true);
+      auto port = sys.middleman().publish(pool, at.port, at.host.c_str(), true);
       if (!port)
         throw std::runtime_error("cannot publish the pool on "
                                  + parsed.value("--publish") + ": "

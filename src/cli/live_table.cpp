@@ -42,8 +42,7 @@ int64_t now_ms() {
 }
 
 live_table::live_table(std::ostream& out, bool tty, bool color)
-  : out_(out), tty_(tty), color_(color && tty) {
-}
+  : out_(out), tty_(tty), color_(color && tty) {}
 
 void live_table::write_events_to(const std::string& path) {
   events_.open(path, std::ios::out | std::ios::trunc);
@@ -67,7 +66,8 @@ std::string live_table::event_json(const run_event& ev) {
     j["attempt"] = ev.attempt;
   }
   j["state"] = state_name(ev);
-  j["reason"] = ev.reason.empty() ? nlohmann::json() : nlohmann::json(ev.reason);
+  j["reason"]
+    = ev.reason.empty() ? nlohmann::json() : nlohmann::json(ev.reason);
   if (has_usage(ev.spent))
     j["usage"] = {{"input_tokens", ev.spent.input_tokens},
                   {"output_tokens", ev.spent.output_tokens},
