@@ -411,6 +411,17 @@ std::vector<key_rule> server_rules(server_config& c) {
   };
 }
 
+std::vector<key_rule> control_rules(control_config& c) {
+  return {
+    {"maxConcurrent", positive_integer(c.max_concurrent)},
+    {"maxMonitors", positive_integer(c.max_monitors)},
+    {"enforceWriteRoots", boolean(c.enforce_write_roots)},
+    {"requireCompletion", boolean(c.require_completion)},
+    {"validationTimeoutMs", positive_integer(c.validation_timeout_ms)},
+    {"maxOutputBytes", positive_integer(c.max_output_bytes)},
+  };
+}
+
 std::vector<std::string> names_of(const std::vector<key_rule>& rules) {
   std::vector<std::string> names;
   for (const auto& rule : rules)
@@ -474,7 +485,8 @@ void apply_section(const json& section, const std::string& section_name,
   }
 }
 
-const std::vector<std::string> section_names{"pool", "run", "server"};
+const std::vector<std::string> section_names{"pool", "run", "server",
+                                             "control"};
 
 /// The rules of a section, bound to a scratch config; empty if unknown.
 std::vector<key_rule> rules_of(const std::string& section, config& scratch) {
@@ -484,6 +496,8 @@ std::vector<key_rule> rules_of(const std::string& section, config& scratch) {
     return run_rules(scratch.run);
   if (section == "server")
     return server_rules(scratch.server);
+  if (section == "control")
+    return control_rules(scratch.control);
   return {};
 }
 
@@ -626,6 +640,8 @@ config parse_config(const std::string& text, const std::string& origin) {
       apply_section(value, key, run_rules(result.run), origin, written);
     else if (key == "server")
       apply_section(value, key, server_rules(result.server), origin, written);
+    else if (key == "control")
+      apply_section(value, key, control_rules(result.control), origin, written);
     else
       throw config_error(unknown_key_message(origin, key, section_names, ""));
   }
@@ -701,7 +717,22 @@ json run_to_json(const run_config& c) {
   };
 }
 
+json control_to_json(const control_config& c) {
+  return json{
+    {"maxConcurrent", c.max_concurrent},
+    {"maxMonitors", c.max_monitors},
+    {"enforceWriteRoots", c.enforce_write_roots},
+    {"requireCompletion", c.require_completion},
+    {"validationTimeoutMs", c.validation_timeout_ms},
+    {"maxOutputBytes", c.max_output_bytes},
+  };
+}
+
 } // namespace
+
+std::string control_config_json(const control_config& cfg) {
+  return control_to_json(cfg).dump();
+}
 
 std::string pool_config_json(const pool_config& cfg) {
   return pool_to_json(cfg).dump();
@@ -710,7 +741,8 @@ std::string pool_config_json(const pool_config& cfg) {
 std::string config_json(const config& cfg) {
   json document{{"pool", pool_to_json(cfg.pool)},
                 {"run", run_to_json(cfg.run)},
-                {"server", json{{"listen", cfg.server.listen}}}};
+                {"server", json{{"listen", cfg.server.listen}}},
+                {"control", control_to_json(cfg.control)}};
   return document.dump(2);
 }
 

@@ -115,11 +115,32 @@ struct server_config {
   std::string listen = "127.0.0.1:7411";
 };
 
+/// The `"control"` section: managed background work and monitors.
+struct control_config {
+  /// Managed tasks holding a slot (ready, starting, running, blocked,
+  /// checking) at once; more are queued.
+  uint64_t max_concurrent = 4;
+  /// Live monitors at once; more are refused.
+  uint64_t max_monitors = 8;
+  /// Whether live tasks' write roots must not overlap, and writes outside a
+  /// task's roots are refused (bg.may_write) and fail its completion.
+  bool enforce_write_roots = true;
+  /// Whether a task ends only through bg.complete (its child's end alone
+  /// leaves it interrupted, not done).
+  bool require_completion = true;
+  /// The wall-clock limit of each validation command.
+  uint64_t validation_timeout_ms = 600000;
+  /// How much output of a validation or a monitor an answer carries (the
+  /// log file keeps all of it).
+  uint64_t max_output_bytes = 65536;
+};
+
 /// The whole file.
 struct config {
   pool_config pool;
   run_config run;
   server_config server;
+  control_config control;
 };
 
 /// A refused config: names the file, the key, the value and the rule.
@@ -137,6 +158,9 @@ config load_config(const std::string& path);
 
 /// The effective pool config as JSON text, with the config file's key names.
 std::string pool_config_json(const pool_config& cfg);
+
+/// The `"control"` section as JSON, with the config file's key names.
+std::string control_config_json(const control_config& cfg);
 
 /// The whole effective config as pretty JSON text, as taskforce.json is laid
 /// out.

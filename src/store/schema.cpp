@@ -195,6 +195,117 @@ CREATE TABLE co_change_tasks (
 ) WITHOUT ROWID;
 )sql";
 
+// Version 4: managed background work (the control plane). A task is a
+// contract a harness prepared; its child session is the harness's subagent
+// doing the work. Every state change is a compare-and-swap on `version`.
+constexpr const char* step_4 = R"sql(
+CREATE TABLE bg_tasks (
+  id               TEXT PRIMARY KEY,
+  -- Creation order: queued work is handed out oldest first.
+  seq              INTEGER NOT NULL UNIQUE,
+  title            TEXT NOT NULL,
+  agent            TEXT NOT NULL,
+  prompt           TEXT NOT NULL,
+  -- The orchestrating session that prepared it.
+  session          TEXT,
+  -- JSON lists: canonical write roots, named locks, validation commands.
+  roots            TEXT NOT NULL DEFAULT '[]',
+  locks            TEXT NOT NULL DEFAULT '[]',
+  validations      TEXT NOT NULL DEFAULT '[]',
+  state            TEXT NOT NULL
+                   CHECK (state IN ('queued','ready','starting','running',
+                                    'blocked','checking','done','failed',
+                                    'cancelled','interrupted')),
+  reason           TEXT,
+  child_session    TEXT,
+  -- The one-use token of the current dispatch or continuation (NULL once
+  -- used or expired) and when it expires.
+  token            TEXT UNIQUE,
+  token_kind       TEXT CHECK (token_kind IN ('dispatch','continue')),
+  token_expires_ms INTEGER,
+  -- A token handed out and consumed, whose child is not linked yet: a
+  -- cancel landing then keeps the leases until the child is accounted for.
+  token_consumed   INTEGER NOT NULL DEFAULT 0,
+  continuation     TEXT,
+  cancel_requested INTEGER NOT NULL DEFAULT 0,
+  attempts         INTEGER NOT NULL DEFAULT 0,
+  result           TEXT,
+  files            TEXT NOT NULL DEFAULT '[]',
+  -- The tail of the last failed validation.
+  output_tail      TEXT,
+  version          INTEGER NOT NULL DEFAULT 0,
+  created_ms       INTEGER NOT NULL,
+  updated_ms       INTEGER NOT NULL
+);
+CREATE INDEX bg_tasks_by_child ON bg_tasks (child_session);
+
+-- task depends on prerequisite.
+CREATE TABLE bg_deps (
+  task_id      TEXT NOT NULL REFERENCES bg_tasks (id),
+  prerequisite TEXT NOT NULL REFERENCES bg_tasks (id),
+  PRIMARY KEY (task_id, prerequisite),
+  CHECK (task_id <> prerequisite)
+) WITHOUT ROWID;
+
+-- What a live task holds: a write root (kind 'root', canonical,
+-- repository-relative) or a named lock (kind 'lock').
+CREATE TABLE bg_leases (
+  task_id TEXT NOT NULL REFERENCES bg_tasks (id),
+  kind    TEXT NOT NULL CHECK (kind IN ('root','lock')),
+  name    TEXT NOT NULL,
+  PRIMARY KEY (task_id, kind, name)
+) WITHOUT ROWID;
+CREATE INDEX bg_leases_by_name ON bg_leases (kind, name);
+
+-- The working tree under a task's roots when its child was linked: the
+-- runtime's own record, compared with the claimed files at completion.
+-- fingerprint: size, mtime and content hash, or '-' for a path that did
+-- not exist.
+CREATE TABLE bg_baseline (
+  task_id     TEXT NOT NULL REFERENCES bg_tasks (id),
+  path        TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  PRIMARY KEY (task_id, path)
+) WITHOUT ROWID;
+
+-- Append-only history of the control plane (tasks and monitors).
+CREATE TABLE bg_events (
+  id         INTEGER PRIMARY KEY AUTOINCREMENT,
+  task_id    TEXT,
+  monitor_id TEXT,
+  kind       TEXT NOT NULL,
+  from_state TEXT,
+  to_state   TEXT,
+  detail     TEXT NOT NULL DEFAULT '{}',
+  at_ms      INTEGER NOT NULL
+);
+CREATE TRIGGER bg_events_no_delete BEFORE DELETE ON bg_events
+BEGIN SELECT RAISE(ABORT, 'events are never deleted'); END;
+CREATE TRIGGER bg_events_no_update BEFORE UPDATE ON bg_events
+BEGIN SELECT RAISE(ABORT, 'events are never rewritten'); END;
+
+-- Monitored processes. A monitor 'running' in the ledger whose server is
+-- gone (owner: the server instance that started it) is 'unavailable'.
+CREATE TABLE monitors (
+  id           TEXT PRIMARY KEY,
+  seq          INTEGER NOT NULL UNIQUE,
+  command      TEXT NOT NULL,
+  cwd          TEXT NOT NULL,
+  wake_pattern TEXT,
+  timeout_ms   INTEGER NOT NULL DEFAULT 0,
+  session      TEXT,
+  state        TEXT NOT NULL
+               CHECK (state IN ('running','done','killed','timeout',
+                                'failed','unavailable')),
+  exit_code    INTEGER,
+  pid          INTEGER,
+  owner        TEXT NOT NULL,
+  version      INTEGER NOT NULL DEFAULT 0,
+  created_ms   INTEGER NOT NULL,
+  updated_ms   INTEGER NOT NULL
+);
+)sql";
+
 /// The tables a ledger of each version has (a database without them is
 /// another program's).
 constexpr const char* tables_v1[] = {"runs", "tasks", "attempts", "events"};
@@ -203,6 +314,11 @@ constexpr const char* tables_v2[]
 constexpr const char* tables_v3[]
   = {"runs", "tasks",      "attempts",   "events",         "run_files",
      "mail", "turn_usage", "co_changes", "co_change_tasks"};
+constexpr const char* tables_v4[]
+  = {"runs",       "tasks",           "attempts", "events",    "run_files",
+     "mail",       "turn_usage",      "co_changes", "co_change_tasks",
+     "bg_tasks",   "bg_deps",         "bg_leases",  "bg_baseline",
+     "bg_events",  "monitors"};
 
 template<size_t N>
 std::string count_tables_sql(const char* const (&names)[N]) {
@@ -248,6 +364,7 @@ const char* step(int version) {
     case 1: return step_1;
     case 2: return step_2;
     case 3: return step_3;
+    case 4: return step_4;
     default: return nullptr;
   }
 }
@@ -273,11 +390,13 @@ int read_version(sqlite::connection& db, const fs::path& path, int known) {
   int64_t v1 = 0;
   int64_t v2 = 0;
   int64_t v3 = 0;
+  int64_t v4 = 0;
   try {
     version = db.scalar("PRAGMA user_version");
     v1 = db.scalar(count_tables_sql(tables_v1));
     v2 = db.scalar(count_tables_sql(tables_v2));
     v3 = db.scalar(count_tables_sql(tables_v3));
+    v4 = db.scalar(count_tables_sql(tables_v4));
   } catch (const ledger_error&) {
     auto rc = db.error_code();
     if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
@@ -296,7 +415,8 @@ int read_version(sqlite::connection& db, const fs::path& path, int known) {
   };
   bool whole = version == 1   ? has_all(v1, tables_v1)
                : version == 2 ? has_all(v2, tables_v2)
-               : version >= 3 ? has_all(v3, tables_v3)
+               : version == 3 ? has_all(v3, tables_v3)
+               : version >= 4 ? has_all(v4, tables_v4)
                               : false;
   if (!whole)
     not_a_ledger(path, "is not a taskforce ledger (another program's "
@@ -345,6 +465,30 @@ void create(const fs::path& path, int version) {
 void present_as_current(sqlite::connection& db, int version) {
   // Unqualified names find the TEMP schema first, so these stand in for
   // what an older version lacks.
+  if (version >= 4)
+    return;
+  // Version 4's tables, empty.
+  db.exec(R"sql(
+CREATE TEMP TABLE bg_tasks (
+  id TEXT PRIMARY KEY, seq INTEGER, title TEXT, agent TEXT, prompt TEXT,
+  session TEXT, roots TEXT, locks TEXT, validations TEXT, state TEXT,
+  reason TEXT, child_session TEXT, token TEXT, token_kind TEXT,
+  token_expires_ms INTEGER, token_consumed INTEGER, continuation TEXT,
+  cancel_requested INTEGER, attempts INTEGER, result TEXT, files TEXT,
+  output_tail TEXT, version INTEGER, created_ms INTEGER, updated_ms INTEGER);
+CREATE TEMP TABLE bg_deps (task_id TEXT, prerequisite TEXT);
+CREATE TEMP TABLE bg_leases (task_id TEXT, kind TEXT, name TEXT);
+CREATE TEMP TABLE bg_baseline (task_id TEXT, path TEXT, fingerprint TEXT);
+CREATE TEMP TABLE bg_events (
+  id INTEGER PRIMARY KEY, task_id TEXT, monitor_id TEXT, kind TEXT,
+  from_state TEXT, to_state TEXT, detail TEXT, at_ms INTEGER);
+CREATE TEMP TABLE monitors (
+  id TEXT PRIMARY KEY, seq INTEGER, command TEXT, cwd TEXT,
+  wake_pattern TEXT, timeout_ms INTEGER, session TEXT, state TEXT,
+  exit_code INTEGER, pid INTEGER, owner TEXT, version INTEGER,
+  created_ms INTEGER, updated_ms INTEGER);
+)sql",
+          "reading an older ledger");
   if (version >= 3)
     return;
   if (version < 2)

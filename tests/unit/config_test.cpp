@@ -242,6 +242,35 @@ CAF_TEST(server listen is validated like serve-- listen) {
       good);
 }
 
+CAF_TEST(the control section has its defaults and refuses bad values) {
+  auto cfg = parse_config("{}", "cfg.json");
+  CAF_CHECK_EQUAL(cfg.control.max_concurrent, 4u);
+  CAF_CHECK_EQUAL(cfg.control.max_monitors, 8u);
+  CAF_CHECK(cfg.control.enforce_write_roots);
+  CAF_CHECK(cfg.control.require_completion);
+  CAF_CHECK_EQUAL(cfg.control.validation_timeout_ms, 600000u);
+  CAF_CHECK_EQUAL(cfg.control.max_output_bytes, 65536u);
+  auto set = parse_config(R"({"control":{"maxConcurrent":1,"maxMonitors":2,)"
+                          R"("enforceWriteRoots":false,)"
+                          R"("requireCompletion":false,)"
+                          R"("validationTimeoutMs":30,"maxOutputBytes":32}})",
+                          "cfg.json");
+  CAF_CHECK_EQUAL(set.control.max_concurrent, 1u);
+  CAF_CHECK_EQUAL(set.control.max_monitors, 2u);
+  CAF_CHECK(!set.control.enforce_write_roots);
+  CAF_CHECK(!set.control.require_completion);
+  CAF_CHECK_EQUAL(set.control.validation_timeout_ms, 30u);
+  CAF_CHECK_EQUAL(set.control.max_output_bytes, 32u);
+  CAF_CHECK(contains(refusal(R"({"control":{"maxConcurrent":0}})"),
+                     "cfg.json: control.maxConcurrent = 0 is refused"));
+  CAF_CHECK(contains(refusal(R"({"control":{"maxOutputBytes":1e400}})"),
+                     "control.maxOutputBytes = 1e400 is refused"));
+  CAF_CHECK(contains(refusal(R"({"control":{"enforceWriteRoots":"yes"}})"),
+                     "control.enforceWriteRoots"));
+  CAF_CHECK(contains(refusal(R"({"control":{"maxMonitor":3}})"),
+                     "did you mean \"control.maxMonitors\""));
+}
+
 CAF_TEST(
   hold patterns are bounded so compiling them cannot overflow the stack) {
   auto deep = std::string(100000, '(') + std::string(100000, ')');

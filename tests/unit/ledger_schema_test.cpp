@@ -93,6 +93,11 @@ CAF_TEST(a version 1 ledger is migrated on open and keeps every row) {
                     1);
     CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM turn_usage"), 0);
     CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM co_changes"), 0);
+    // And what version 4 adds: the control plane's tables, empty.
+    for (auto table : {"bg_tasks", "bg_deps", "bg_leases", "bg_baseline",
+                       "bg_events", "monitors"})
+      CAF_CHECK_EQUAL(raw.scalar(std::string{"SELECT count(*) FROM "} + table),
+                      0);
   }
   auto st = db.status("r1");
   CAF_REQUIRE(st.has_value());
@@ -304,9 +309,34 @@ CAF_TEST(a version 2 ledger is migrated to version 3 and keeps every row) {
     CAF_CHECK_EQUAL(reader.attempts("r1", "t2").size(), 1u);
   }
   auto db = ledger::open(file);
-  CAF_CHECK_EQUAL(db.schema_version(), 3);
+  CAF_CHECK_EQUAL(db.schema_version(), schema::current);
   CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
   CAF_CHECK_EQUAL(db.status("r1")->tasks[1].usage.input_tokens, 100);
+}
+
+CAF_TEST(a version 3 ledger is migrated to version 4 and keeps every row) {
+  schema::create(file, 3);
+  {
+    raw_db raw{file};
+    CAF_REQUIRE_EQUAL(raw.exec(v1_rows), SQLITE_OK);
+  }
+  {
+    // A reader of the version 3 file sees the control plane's tables, empty.
+    auto reader = ledger::open(file, ledger_options{true});
+    CAF_CHECK_EQUAL(reader.schema_version(), 3);
+    CAF_CHECK_EQUAL(reader.tasks("r1").size(), 3u);
+  }
+  auto db = ledger::open(file);
+  CAF_CHECK_EQUAL(db.schema_version(), 4);
+  CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
+  raw_db raw{file};
+  CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM bg_tasks"), 0);
+  // The history of the control plane is append-only.
+  CAF_CHECK_EQUAL(raw.exec("INSERT INTO bg_events (kind, at_ms) VALUES "
+                           "('created', 1)"),
+                  SQLITE_OK);
+  CAF_CHECK_NOT_EQUAL(raw.exec("DELETE FROM bg_events"), SQLITE_OK);
+  CAF_CHECK_NOT_EQUAL(raw.exec("UPDATE bg_events SET kind = 'x'"), SQLITE_OK);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
