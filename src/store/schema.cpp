@@ -247,13 +247,16 @@ CREATE TABLE bg_deps (
   CHECK (task_id <> prerequisite)
 ) WITHOUT ROWID;
 
--- What a live task holds: a write root (kind 'root', canonical,
--- repository-relative) or a named lock (kind 'lock').
+-- What a live holder writes: a write root (kind 'root', canonical,
+-- repository-relative, a folder or a file) or a named lock (kind 'lock').
+-- Holders are managed tasks (their id) and the running tasks of task-list
+-- runs ("run/<run>/<task>", whose roots are their scope's literal folders),
+-- so the two never write the same root at once.
 CREATE TABLE bg_leases (
-  task_id TEXT NOT NULL REFERENCES bg_tasks (id),
-  kind    TEXT NOT NULL CHECK (kind IN ('root','lock')),
-  name    TEXT NOT NULL,
-  PRIMARY KEY (task_id, kind, name)
+  holder TEXT NOT NULL,
+  kind   TEXT NOT NULL CHECK (kind IN ('root','lock')),
+  name   TEXT NOT NULL,
+  PRIMARY KEY (holder, kind, name)
 ) WITHOUT ROWID;
 CREATE INDEX bg_leases_by_name ON bg_leases (kind, name);
 
@@ -477,7 +480,7 @@ CREATE TEMP TABLE bg_tasks (
   cancel_requested INTEGER, attempts INTEGER, result TEXT, files TEXT,
   output_tail TEXT, version INTEGER, created_ms INTEGER, updated_ms INTEGER);
 CREATE TEMP TABLE bg_deps (task_id TEXT, prerequisite TEXT);
-CREATE TEMP TABLE bg_leases (task_id TEXT, kind TEXT, name TEXT);
+CREATE TEMP TABLE bg_leases (holder TEXT, kind TEXT, name TEXT);
 CREATE TEMP TABLE bg_baseline (task_id TEXT, path TEXT, fingerprint TEXT);
 CREATE TEMP TABLE bg_events (
   id INTEGER PRIMARY KEY, task_id TEXT, monitor_id TEXT, kind TEXT,
