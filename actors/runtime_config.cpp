@@ -33,6 +33,7 @@ std::string render_run_errc(uint8_t code, caf::atom_value,
 runtime_config::runtime_config(size_t threads, bool with_io) {
   add_message_types<caf::id_block::taskforce>();
   add_message_types<caf::id_block::taskforce_run>();
+  add_message_types<caf::id_block::taskforce_control>();
   add_error_category(caf::atom("taskforce"), render_errc);
   add_error_category(caf::atom(run_errc_category), render_run_errc);
   // Work sharing wakes an idle worker at once instead of letting it back off

@@ -62,6 +62,18 @@ struct proc_started;
 struct proc_output;
 struct proc_exited;
 
+// -- control plane family (messages/background.hpp, src/control) ---------------
+
+struct control_event;
+struct control_answer;
+
+namespace control {
+
+enum class control_op : uint8_t;
+struct control_request;
+
+} // namespace control
+
 namespace run {
 
 enum class attempt_end : uint8_t;
@@ -184,3 +196,16 @@ CAF_ADD_ATOM(taskforce_run, taskforce, post_atom, "post")
 CAF_ADD_ATOM(taskforce_run, taskforce, steer_atom, "steer")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_run)
+
+// The control plane's family: managed background work and monitors.
+CAF_BEGIN_TYPE_ID_BLOCK(taskforce_control, caf::id_block::taskforce_run::end)
+
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control::control_op))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control::control_request))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control_event))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control_answer))
+
+// A bridge hands a request to the control plane.
+CAF_ADD_ATOM(taskforce_control, taskforce, control_atom, "control")
+
+CAF_END_TYPE_ID_BLOCK(taskforce_control)
