@@ -62,6 +62,15 @@ struct proc_started;
 struct proc_output;
 struct proc_exited;
 
+// -- control family (messages/control.hpp) -----------------------------------
+
+enum class control_errc : uint8_t;
+struct monitor_spec;
+struct monitor_info;
+struct monitor_output;
+struct monitor_wait_result;
+struct monitor_event;
+
 namespace run {
 
 enum class attempt_end : uint8_t;
@@ -184,3 +193,22 @@ CAF_ADD_ATOM(taskforce_run, taskforce, post_atom, "post")
 CAF_ADD_ATOM(taskforce_run, taskforce, steer_atom, "steer")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_run)
+
+// The control family (managed background work and monitors): a third
+// block, after the run's.
+CAF_BEGIN_TYPE_ID_BLOCK(taskforce_control, caf::id_block::taskforce_run::end)
+
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_spec))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_info))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_output))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_wait_result))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_event))
+CAF_ADD_TYPE_ID(taskforce_control, (std::vector<taskforce::monitor_info>))
+
+// Monitors: wait for an exit or the wake pattern, kill the whole group;
+// a process helper's wake pattern matched.
+CAF_ADD_ATOM(taskforce_control, taskforce, wait_atom, "wait")
+CAF_ADD_ATOM(taskforce_control, taskforce, kill_atom, "kill")
+CAF_ADD_ATOM(taskforce_control, taskforce, ready_atom, "ready")
+
+CAF_END_TYPE_ID_BLOCK(taskforce_control)
