@@ -41,6 +41,7 @@
 
 namespace taskforce::control {
 class bg_store;
+class monitor_store;
 } // namespace taskforce::control
 
 namespace taskforce::store {
@@ -604,6 +605,7 @@ class ledger {
  private:
   friend class mailbox;
   friend class control::bg_store;
+  friend class control::monitor_store;
 
   ledger(std::unique_ptr<sqlite::connection> db, std::filesystem::path path,
          int version);
