@@ -37,12 +37,32 @@ struct control_answer {
   std::string message;
 };
 
+/// A control plane's validation helper is done with one completion.
+struct validation_done {
+  /// Which completion (the control plane numbers them).
+  uint64_t ticket = 0;
+  /// Every command succeeded.
+  bool passed = false;
+  /// Why not ("validation 1 of 2 (`make test`) failed: exit 2").
+  std::string reason;
+  /// The end of the failed command's output.
+  std::string tail;
+  /// Each command's result as a JSON array text.
+  std::string results;
+};
+
 // -- inspection ----------------------------------------------------------------
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, control_answer& x) {
   return f(caf::meta::type_name("control_answer"), x.ok, x.fields, x.code,
            x.message);
+}
+
+template<class Inspector>
+typename Inspector::result_type inspect(Inspector& f, validation_done& x) {
+  return f(caf::meta::type_name("validation_done"), x.ticket, x.passed,
+           x.reason, x.tail, x.results);
 }
 
 template<class Inspector>

@@ -11,6 +11,7 @@
 #include <caf/typed_actor.hpp>
 
 #include "messages/background.hpp"
+#include "messages/control.hpp"
 #include "messages/errors.hpp"
 #include "messages/pool.hpp"
 #include "messages/process.hpp"
@@ -163,6 +164,10 @@ using control_plane_actor = caf::typed_actor<
   /// whose child it was is interrupted and its leases freed.
   caf::reacts_to<end_atom, std::string>,
   /// From itself: hand expired dispatch tokens' tasks back to the queue.
-  caf::reacts_to<caf::tick_atom>>;
+  caf::reacts_to<caf::tick_atom>,
+  /// From a validation helper: a completion's validations ran.
+  caf::reacts_to<validation_done>,
+  /// From the monitors actor: a monitor changed.
+  caf::reacts_to<monitor_event>>;
 
 } // namespace taskforce

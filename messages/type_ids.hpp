@@ -72,6 +72,7 @@ struct monitor_wait_result;
 struct monitor_event;
 struct control_event;
 struct control_answer;
+struct validation_done;
 
 namespace control {
 
@@ -226,6 +227,7 @@ CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control::control_op))
 CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control::control_request))
 CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control_event))
 CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control_answer))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::validation_done))
 CAF_ADD_ATOM(taskforce_control, taskforce, control_atom, "control")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_control)
