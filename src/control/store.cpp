@@ -1285,6 +1285,8 @@ std::vector<bg_change> bg_store::recover(int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
   bg_txn x{c, now_ms};
+  // A token that expired while the server was down frees its task first.
+  x.expire();
   for (auto& row : x.load_where("state IN ('ready', 'starting')"))
     x.change(
       row, bg_state::interrupted,

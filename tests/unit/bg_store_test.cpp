@@ -731,4 +731,86 @@ CAF_TEST(a restart interrupts unlinked work and keeps its lease) {
   CAF_CHECK(task(unlinked.task_id).leased_roots.empty());
 }
 
+// BGA-18
+CAF_TEST(a write through a symlink is judged where it lands) {
+  fs::create_symlink("../docs", repo / "src" / "link");
+  running(contract("a", {"src"}), "child");
+  auto through = bg->may_write("child", "src/link/guide.md", true);
+  CAF_CHECK(!through.allowed);
+  CAF_CHECK_EQUAL(through.path, "docs/guide.md");
+  CAF_CHECK(contains(through.reason, "outside the task's roots src"));
+  auto escape = bg->may_write("child", "src/../../elsewhere", true);
+  CAF_CHECK(!escape.allowed);
+  auto git = bg->may_write("child", ".git/config", true);
+  CAF_CHECK(!git.allowed);
+  CAF_CHECK(contains(git.reason, ".git"));
+  CAF_CHECK(
+    bg->may_write("child", (repo / "src/new.ts").string(), true).allowed);
+}
+
+CAF_TEST(a deleted file is claimed like a changed one) {
+  auto id = running(contract("a", {"src"}), "child");
+  fs::remove(repo / "src" / "a.ts");
+  CAF_CHECK_EQUAL(bg->recorded_changes(id).deleted, strings{"src/a.ts"});
+  auto r = bg->begin_completion({id, completion_status::done, "", {"src/a.ts"}},
+                                limits, t0 + 5);
+  CAF_CHECK(r.accepted);
+  CAF_CHECK_EQUAL(r.task.state, bg_state::done);
+}
+
+CAF_TEST(changes made before the link do not belong to the task) {
+  auto d = dispatched(contract("a", {"src"}));
+  write("src/before.ts", "someone else\n");
+  bg->link(d.token, "child", t0 + 1);
+  write("src/mine.ts", "mine\n");
+  auto r = bg->begin_completion({d.task_id, completion_status::done, "",
+                                 {"src/mine.ts"}},
+                                limits, t0 + 2);
+  CAF_CHECK(r.accepted);
+}
+
+CAF_TEST(a restart frees a task whose token expired meanwhile) {
+  auto d = dispatched(contract("a", {"src"}));
+  open();
+  auto changes = bg->recover(t0 + token_lifetime_ms + 1);
+  CAF_CHECK_EQUAL(ids(changes), strings{d.task_id + ":state:queued"});
+  CAF_CHECK(task(d.task_id).leased_roots.empty());
+}
+
+CAF_TEST(a run task with a bad root holds nothing) {
+  CAF_CHECK(
+    contains(refusal(control_errc::bad_request,
+                     [&] {
+                       bg->hold_run_task("r1", "t1", {"src", "../x"}, t0);
+                     }),
+             "escapes the repository"));
+  CAF_CHECK(bg->leases().empty());
+}
+
+CAF_TEST(a task without roots holds none and writes nowhere) {
+  auto id = running(contract("review", {}), "child");
+  CAF_CHECK(task(id).leased_roots.empty());
+  CAF_CHECK(!bg->may_write("child", "src/a.ts", true).allowed);
+  // It conflicts with nobody.
+  CAF_CHECK(bg->prepare(contract("b", {"src"}), limits, t0 + 1).dispatch);
+  auto r = bg->begin_completion({id, completion_status::done, "looks fine", {}},
+                                limits, t0 + 2);
+  CAF_CHECK(r.accepted);
+}
+
+CAF_TEST(named locks are exclusive like roots) {
+  auto a = contract("a", {"src"});
+  a.locks = {"database"};
+  auto b = contract("b", {"docs"});
+  b.locks = {"database", "database"};
+  dispatched(a);
+  auto second = bg->prepare(b, limits, t0);
+  CAF_CHECK_EQUAL(second.task.state, bg_state::queued);
+  CAF_CHECK_EQUAL(second.task.locks, strings{"database"});
+  CAF_CHECK(contains(*second.task.reason, "lock database is held by bg-1"));
+  // Without enforced roots, locks still conflict.
+  limits.enforce_write_roots = false;
+  CAF_CHECK(!bg->start(std::nullopt, limits, t0 + 1).dispatch);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()
