@@ -4,8 +4,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <map>
 #include <random>
 #include <set>
 
@@ -15,7 +13,6 @@
 #include "src/control/roots.hpp"
 #include "src/store/ledger.hpp"
 #include "src/store/sqlite.hpp"
-#include "src/text/enum_name.hpp"
 #include "src/text/join.hpp"
 
 namespace taskforce::control {

@@ -696,6 +696,8 @@ CAF_TEST(a child that ends or is gone interrupts its task and frees its roots) {
   auto ended = bg->end_session("c-a", t0 + 5);
   CAF_CHECK_EQUAL(ids(ended), strings{a + ":state:interrupted"});
   CAF_CHECK(task(a).leased_roots.empty());
+  // BGA-37: the status says it ended without reporting.
+  CAF_CHECK(contains(*task(a).reason, "without reporting its completion"));
   auto gone = bg->reconcile({"c-c"}, t0 + 6);
   CAF_CHECK_EQUAL(ids(gone), strings{b + ":state:interrupted"});
   CAF_CHECK_EQUAL(task(c).state, bg_state::running);
@@ -763,9 +765,8 @@ CAF_TEST(changes made before the link do not belong to the task) {
   write("src/before.ts", "someone else\n");
   bg->link(d.token, "child", t0 + 1);
   write("src/mine.ts", "mine\n");
-  auto r = bg->begin_completion({d.task_id, completion_status::done, "",
-                                 {"src/mine.ts"}},
-                                limits, t0 + 2);
+  auto r = bg->begin_completion(
+    {d.task_id, completion_status::done, "", {"src/mine.ts"}}, limits, t0 + 2);
   CAF_CHECK(r.accepted);
 }
 
