@@ -1256,7 +1256,8 @@ std::vector<bg_change> bg_store::end_session(const std::string& child_session,
   bg_txn x{c, now_ms};
   interrupt_running(
     x, x.load_where("state = 'running' AND child_session = ?1", child_session),
-    "its child session " + quoted(child_session) + " ended");
+    "its child session " + quoted(child_session)
+      + " ended without reporting its completion");
   txn.commit();
   return std::move(x.changes);
 }
