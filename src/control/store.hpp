@@ -412,7 +412,8 @@ class bg_store {
   std::vector<bg_change> reconcile(const std::vector<std::string>& alive,
                                    int64_t now_ms);
 
-  /// At server start: a task whose token was handed out but whose child
+  /// At server start: expired tokens free their tasks (see expire); then a
+  /// task whose token was handed out but whose child
   /// was never linked (ready, starting) becomes interrupted and keeps its
   /// leases until cancelled or continued; a task interrupted in the middle
   /// of its completion check (checking) is running again. Running tasks
