@@ -130,7 +130,7 @@ fs::path endpoint_file(const fs::path& repo) {
 }
 
 void write_endpoint_file(const fs::path& path, const endpoint_info& info) {
-  json j = json::object();
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (!info.address.empty())
     j["address"] = info.address;
   if (!info.publish.empty())
@@ -171,6 +171,21 @@ endpoint_info read_endpoint_file(const fs::path& path) {
     throw endpoint_error(endpoint_errc::bad_file,
                          path.string() + " holds no \"token\"");
   return info;
+}
+
+bool server_running(const endpoint_info& info,
+                    std::chrono::milliseconds timeout) {
+  if (info.pid <= 0 || !alive(info.pid))
+    return false;
+  if (info.address.empty())
+    return true;
+  std::string why;
+  int fd = connect_to(info.address,
+                      saturating_deadline<steady>(steady::now(), timeout), why);
+  if (fd < 0)
+    return false;
+  ::close(fd);
+  return true;
 }
 
 // -- the client ---------------------------------------------------------------

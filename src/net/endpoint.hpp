@@ -84,6 +84,12 @@ class endpoint_error : public std::runtime_error {
 /// endpoint file, or unreadable.
 endpoint_info read_endpoint_file(const std::filesystem::path& path);
 
+/// Whether the server `info` describes still runs: its process exists and,
+/// when it listens, something accepts connections at its address within
+/// `timeout`. (A stale file outlives a killed server.)
+bool server_running(const endpoint_info& info,
+                    std::chrono::milliseconds timeout);
+
 /// An authenticated connection to a running server (blocking; for
 /// commands, never for actors).
 class endpoint_client {
