@@ -18,6 +18,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "src/net/secret.hpp"
 #include "src/run/control_wire.hpp"
 
 namespace fs = std::filesystem;
@@ -246,7 +247,7 @@ control_actor::behavior_type control_behavior(self_ptr self, control_setup setup
       if (!decoded)
         return run::encode_verdict(control_answer::failed,
                                    "bad request: " + error);
-      if (decoded->token != st.setup.token)
+      if (!net::same_token(decoded->token, st.setup.token))
         return run::encode_verdict(control_answer::unauthorized, "wrong token");
       auto& req = decoded->request;
       if (!req.run_id.empty() && req.run_id != st.setup.run_id)

@@ -1,6 +1,9 @@
 // The TCP transport of `taskforce serve --listen`: an acceptor broker (CAF's
 // io module) that forks one connection broker per harness; each connection
 // broker owns one bridge and moves bytes between its socket and the bridge.
+// A connection is served only after its first line, a `hello`, presented the
+// server's token; any other first line gets `unauthorized` and the
+// connection is closed.
 // A closed socket closes the bridge (releasing everything the connection
 // holds); a finished bridge closes the socket. A connection is read one chunk
 // at a time, the next only once its bridge took the last one, so a harness
@@ -9,14 +12,26 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
-#include "messages/interfaces.hpp"
-#include "src/config/config.hpp"
-
 namespace taskforce {
+
+/// Spawns the bridge of one admitted connection whose output goes to the
+/// given sink (the connection's broker).
+using bridge_factory = std::function<caf::actor(caf::actor sink)>;
+
+/// What a connection must present before it is served.
+struct tcp_gate {
+  /// The server's token (net::new_token()).
+  std::string token;
+  /// Where a refused client finds the token (the endpoint file's path);
+  /// quoted in the refusal.
+  std::string hint;
+};
 
 /// A listening server: its acceptor actor and the port it bound.
 struct tcp_server {
@@ -27,10 +42,11 @@ struct tcp_server {
 };
 
 /// Binds `host:port` (port 0 picks a free one) and serves the protocol on
-/// every accepted connection. Throws std::runtime_error naming the address
-/// when it cannot bind.
+/// every accepted connection that first says hello with `gate.token`.
+/// Throws std::runtime_error "cannot listen on HOST:PORT: <why>" when it
+/// cannot bind.
 tcp_server start_tcp_server(caf::actor_system& sys, const std::string& host,
-                            uint16_t port, pool_actor pool,
-                            const pool_config& cfg);
+                            uint16_t port, bridge_factory make_bridge,
+                            tcp_gate gate);
 
 } // namespace taskforce

@@ -24,6 +24,8 @@ enum class errc : uint8_t {
   cancelled,
   /// The server is stopping; nothing new is admitted.
   shutting_down,
+  /// The request did not present the server's token.
+  unauthorized,
 };
 
 /// The protocol's name of an error code, e.g. "queue_timeout".
@@ -35,6 +37,7 @@ inline const char* to_string(errc x) {
     case errc::duplicate_holder: return "duplicate_holder";
     case errc::cancelled: return "cancelled";
     case errc::shutting_down: return "shutting_down";
+    case errc::unauthorized: return "unauthorized";
   }
   return "unknown";
 }

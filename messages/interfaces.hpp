@@ -59,6 +59,14 @@ using pool_actor = caf::typed_actor<
   /// From the watchdog: the timer (id, generation) is due.
   caf::reacts_to<expired_atom, uint64_t, uint64_t>>;
 
+/// What `serve --publish` offers other processes: the pool, for the token.
+/// CAF's middleman itself checks no credential, so the pool is published
+/// only behind this gate.
+using gate_actor = caf::typed_actor<
+  /// From a joining process: the token -> the pool (a pool_actor), or
+  /// errc::unauthorized.
+  caf::replies_to<join_atom, std::string>::with<caf::actor>>;
+
 /// The ledger service: the one SQLite connection of a repository's
 /// `.taskforce/ledger.sqlite`. Every answer comes after the commit; errors
 /// are run_errc (ledger_io, unknown_run, refused_transition).

@@ -124,6 +124,10 @@ CAF_ADD_ATOM(taskforce, taskforce, event_atom, "event")
 // a connection resumes reading its socket.
 CAF_ADD_ATOM(taskforce, taskforce, written_atom, "written")
 CAF_ADD_ATOM(taskforce, taskforce, read_atom, "read")
+// Who may connect: a TCP connection's time to say hello with the token runs
+// out; a process joins a published pool with the token.
+CAF_ADD_ATOM(taskforce, taskforce, hello_atom, "hello")
+CAF_ADD_ATOM(taskforce, taskforce, join_atom, "join")
 // Timers (watchdog).
 CAF_ADD_ATOM(taskforce, taskforce, arm_atom, "arm")
 CAF_ADD_ATOM(taskforce, taskforce, disarm_atom, "disarm")

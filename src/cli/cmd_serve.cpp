@@ -2,7 +2,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <pthread.h>
 #include <unistd.h>
@@ -12,47 +14,73 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/bridge.hpp"
+#include "actors/gate.hpp"
 #include "actors/pool.hpp"
 #include "actors/runtime_config.hpp"
 #include "actors/stdio_transport.hpp"
 #include "actors/tcp_transport.hpp"
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
+#include "src/net/endpoint.hpp"
 #include "src/net/listen_address.hpp"
+#include "src/net/secret.hpp"
+
+namespace fs = std::filesystem;
 
 namespace taskforce::cli {
 
 const char* serve_help
-  = "usage: taskforce serve --stdio [--publish ADDR | --join ADDR] [--config "
-    "FILE]\n"
+  = "usage: taskforce serve --stdio [--publish ADDR | --join ADDR]\n"
+    "                       [--token-file FILE] [--config FILE]\n"
     "       taskforce serve [--listen [HOST:]PORT] [--publish ADDR | --join "
     "ADDR]\n"
-    "                       [--config FILE]\n\n"
+    "                       [--token-file FILE] [--config FILE]\n\n"
     "Serves the pool over the JSON-lines protocol (see the README): one JSON\n"
     "object per line in each direction.\n\n"
     "  --stdio          requests on standard input, responses and events on\n"
     "                   standard output; logs go to standard error. Exits "
     "when\n"
     "                   standard input closes, after releasing every permit.\n"
+    "                   Needs no token: the parent process is trusted.\n"
     "  --listen ADDR    TCP, one connection per harness. ADDR is HOST:PORT,\n"
     "                   :PORT or PORT (loopback); port 0 picks a free port.\n"
     "                   Without ADDR (or without --stdio) binds server.listen\n"
     "                   from the config (default 127.0.0.1:7411). Prints\n"
-    "                   \"listening on HOST:PORT\" on standard error.\n"
+    "                   \"listening on HOST:PORT\" on standard error. Every\n"
+    "                   connection must first send\n"
+    "                   {\"id\":1,\"op\":\"hello\",\"token\":\"...\"} with "
+    "the\n"
+    "                   token from the endpoint file; anything else is "
+    "answered\n"
+    "                   unauthorized and the connection closed.\n"
     "  --publish ADDR   also offer this server's pool to other taskforce\n"
     "                   processes through CAF's middleman (ADDR as for\n"
-    "                   --listen, loopback by default); prints \"pool\n"
-    "                   published on HOST:PORT\" on standard error.\n"
+    "                   --listen, loopback by default), to those that present\n"
+    "                   the token; prints \"pool published on HOST:PORT\" on\n"
+    "                   standard error.\n"
     "  --join ADDR      serve the pool another process published at ADDR\n"
     "                   instead of a pool of its own: in global mode every\n"
-    "                   harness of every joined process shares one bound.\n"
+    "                   harness of every joined process shares one bound. The\n"
+    "                   token is read from the endpoint file (the publishing\n"
+    "                   server's; give its path with --token-file); a joined\n"
+    "                   server that listens uses the same token.\n"
+    "  --token-file FILE\n"
+    "                   the endpoint file: where a listening or publishing\n"
+    "                   server writes {\"address\", \"publish\", \"token\", "
+    "\"pid\"}\n"
+    "                   (created with mode 0600, removed when it stops), and\n"
+    "                   where --join reads the token. Default: the\n"
+    "                   repository's .taskforce/endpoint.json; outside a git\n"
+    "                   repository --listen, --publish and --join need it.\n"
     "  --config FILE    the config whose \"pool\" section sets the pool; a "
     "bad\n"
     "                   file exits 2 naming the key, the value and the "
     "rule.\n\n"
-    "SIGINT or SIGTERM stops the server: every permit is released (each\n"
-    "holder gets its released event, reason disconnected) and open requests\n"
-    "fail with shutting_down.\n";
+    "An address already in use exits 2 (\"cannot listen on HOST:PORT: address\n"
+    "in use\"); so does a second server for the same endpoint file while the\n"
+    "first runs. SIGINT or SIGTERM stops the server: every permit is released\n"
+    "(each holder gets its released event, reason disconnected) and open\n"
+    "requests fail with shutting_down.\n";
 
 namespace {
 
@@ -141,6 +169,12 @@ void stop_pool(caf::scoped_actor& self, const pool_actor& pool, bool owned) {
             std::chrono::milliseconds(2000));
 }
 
+/// Stops an owned pool when serving cannot start.
+void stop_pool_now(caf::actor_system& sys, const pool_actor& pool, bool owned) {
+  caf::scoped_actor self{sys};
+  stop_pool(self, pool, owned);
+}
+
 int serve_stdio(caf::actor_system& sys, pool_actor pool, bool owned,
                 const config& cfg, const sigset_t& signals) {
   int wake[2];
@@ -176,15 +210,8 @@ int serve_stdio(caf::actor_system& sys, pool_actor pool, bool owned,
   return exit_ok;
 }
 
-int serve_tcp(caf::actor_system& sys, pool_actor pool, bool owned,
-              const config& cfg, const listen_address& where,
-              const sigset_t& signals) {
-  auto server = start_tcp_server(sys, where.host, where.port, pool, cfg.pool);
-  auto shown = where.host.find(':') != std::string::npos
-                 ? "[" + where.host + "]"
-                 : where.host;
-  std::cerr << "taskforce: listening on " << shown << ":" << server.port
-            << std::endl;
+int serve_tcp(caf::actor_system& sys, const pool_actor& pool, bool owned,
+              const tcp_server& server, const sigset_t& signals) {
   caf::scoped_actor self{sys};
   wait_for(self, server.acceptor, signals);
   spdlog::info("stopping");
@@ -194,6 +221,76 @@ int serve_tcp(caf::actor_system& sys, pool_actor pool, bool owned,
   return exit_ok;
 }
 
+/// The endpoint file of this server: --token-file, else the repository's.
+/// Throws usage_error outside a repository without --token-file.
+fs::path endpoint_path(const args& parsed, const global_options& opts) {
+  if (parsed.has("--token-file")) {
+    auto given = parsed.value("--token-file");
+    if (given.empty())
+      throw usage_error("--token-file needs a file name");
+    return fs::absolute(given);
+  }
+  auto top = opts.repo.empty() ? find_repository("")
+                               : std::optional{repository_of(opts)};
+  if (!top)
+    throw usage_error("not inside a git repository: give --token-file FILE "
+                      "(where the server's address and token go, or where "
+                      "--join reads the token)");
+  return net::endpoint_file(*top);
+}
+
+/// The token a joining process presents: the one in `file`.
+std::string joined_token(const fs::path& file, const std::string& where) {
+  try {
+    return net::read_endpoint_file(file).token;
+  } catch (const net::endpoint_error& e) {
+    if (e.code() == net::endpoint_errc::no_server)
+      throw usage_error("cannot join the pool at " + where + ": no token ("
+                        + file.string()
+                        + " does not exist; give the publishing server's "
+                          "endpoint file with --token-file)");
+    throw usage_error("cannot join the pool at " + where + ": " + e.what());
+  }
+}
+
+/// Refuses to take over the endpoint file of a server that still runs.
+void refuse_running_server(const fs::path& file) {
+  net::endpoint_info other;
+  try {
+    other = net::read_endpoint_file(file);
+  } catch (const net::endpoint_error&) {
+    return; // none, or not one: replaced below
+  }
+  if (other.pid == ::getpid()
+      || !net::server_running(other, std::chrono::milliseconds(1000)))
+    return;
+  throw usage_error("a server already runs for " + file.string() + " (pid "
+                    + std::to_string(other.pid)
+                    + (other.address.empty() ? "" : ", " + other.address)
+                    + "); stop it, or give this one another --token-file");
+}
+
+/// Removes the endpoint file at exit, if it is still this server's.
+struct endpoint_guard {
+  fs::path file;
+  std::string token;
+  endpoint_guard() = default;
+  endpoint_guard(const endpoint_guard&) = delete;
+  endpoint_guard& operator=(const endpoint_guard&) = delete;
+  ~endpoint_guard() {
+    if (file.empty())
+      return;
+    try {
+      if (net::same_token(net::read_endpoint_file(file).token, token)) {
+        std::error_code ec;
+        fs::remove(file, ec);
+      }
+    } catch (const std::exception&) {
+      // Gone or replaced: not ours to remove.
+    }
+  }
+};
+
 } // namespace
 
 int run_serve_command(const std::vector<std::string>& argv_in,
@@ -201,7 +298,7 @@ int run_serve_command(const std::vector<std::string>& argv_in,
   auto argv = argv_in;
   std::string address;
   bool listen = take_listen(argv, address);
-  args parsed(argv, {"--publish", "--join"}, {"--stdio"});
+  args parsed(argv, {"--publish", "--join", "--token-file"}, {"--stdio"});
   if (!parsed.positionals().empty())
     throw usage_error("serve takes no positional arguments (got \""
                       + parsed.positionals().front() + "\")");
@@ -214,6 +311,26 @@ int run_serve_command(const std::vector<std::string>& argv_in,
   listen_address where;
   if (!stdio)
     where = parse_listen_address(address.empty() ? cfg.server.listen : address);
+  std::optional<listen_address> publish_at;
+  if (parsed.has("--publish"))
+    publish_at = parse_listen_address(parsed.value("--publish"));
+  std::optional<listen_address> join_at;
+  if (parsed.has("--join"))
+    join_at = parse_listen_address(parsed.value("--join"));
+  // Who may connect: TCP and the published pool need the token; stdio
+  // trusts its parent and needs no file.
+  bool owned = !join_at;
+  fs::path file;
+  std::string token;
+  if (!stdio || publish_at || join_at) {
+    file = endpoint_path(parsed, opts);
+    if (owned) {
+      refuse_running_server(file);
+      token = net::new_token();
+    } else {
+      token = joined_token(file, parsed.value("--join"));
+    }
+  }
   // Signals are taken synchronously by main; every thread started from here
   // on (CAF's workers included) inherits the blocked mask.
   auto signals = stop_signals();
@@ -225,34 +342,74 @@ int run_serve_command(const std::vector<std::string>& argv_in,
     runtime_config rcfg;
     caf::actor_system sys{rcfg};
     pool_actor pool;
-    bool owned = !parsed.has("--join");
-    if (!owned) {
-      auto from = parse_listen_address(parsed.value("--join"));
-      auto remote
-        = sys.middleman().remote_actor<pool_actor>(from.host, from.port);
-      if (!remote)
-        throw std::runtime_error("cannot join the pool at "
-                                 + parsed.value("--join") + ": "
-                                 + sys.render(remote.error()));
-      pool = *remote;
-      spdlog::info("joined the pool at {}", parsed.value("--join"));
+    if (join_at) {
+      pool = join_pool(sys, join_at->host, join_at->port, token);
+      spdlog::info("joined the pool at {}", to_string(*join_at));
     } else {
       pool = spawn_pool(sys, cfg.pool);
     }
-    if (parsed.has("--publish")) {
-      auto at = parse_listen_address(parsed.value("--publish"));
-      auto port = sys.middleman().publish(pool, at.port, at.host.c_str(), true);
-      if (!port)
-        throw std::runtime_error("cannot publish the pool on "
-                                 + parsed.value("--publish") + ": "
-                                 + sys.render(port.error()));
-      std::cerr << "taskforce: pool published on " << at.host << ":" << *port
-                << std::endl;
+    // Bind everything first, then tell the world where (the file, then
+    // standard error), so a client that reads either can connect at once.
+    gate_actor gate;
+    uint16_t published = 0;
+    if (publish_at) {
+      gate = spawn_gate(sys, pool, token);
+      auto port = sys.middleman().publish(gate, publish_at->port,
+                                          publish_at->host.c_str(), true);
+      if (!port) {
+        caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+        stop_pool_now(sys, pool, owned);
+        auto why = bind_problem(*publish_at);
+        throw usage_error("cannot listen on " + to_string(*publish_at) + ": "
+                          + (why.empty() ? sys.render(port.error()) : why));
+      }
+      published = *port;
     }
+    std::optional<tcp_server> server;
+    if (!stdio) {
+      auto pool_cfg = cfg.pool;
+      auto make_bridge = [&sys, pool, pool_cfg](caf::actor sink) {
+        return spawn_bridge(sys, pool, pool_cfg, std::move(sink));
+      };
+      try {
+        server = start_tcp_server(sys, where.host, where.port, make_bridge,
+                                  tcp_gate{token, file.string()});
+      } catch (const std::runtime_error& e) {
+        if (gate)
+          caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+        stop_pool_now(sys, pool, owned);
+        throw usage_error(e.what());
+      }
+    }
+    endpoint_guard guard;
+    if (owned && !file.empty()) {
+      net::endpoint_info info;
+      if (server)
+        info.address = to_string(listen_address{where.host, server->port});
+      if (publish_at)
+        info.publish = to_string(listen_address{publish_at->host, published});
+      info.token = token;
+      info.pid = ::getpid();
+      if (!parsed.has("--token-file"))
+        fs::create_directories(file.parent_path());
+      net::write_endpoint_file(file, info);
+      guard.file = file;
+      guard.token = token;
+    }
+    if (publish_at)
+      std::cerr << "taskforce: pool published on "
+                << to_string(listen_address{publish_at->host, published})
+                << std::endl;
+    if (server)
+      std::cerr << "taskforce: listening on "
+                << to_string(listen_address{where.host, server->port})
+                << std::endl;
     if (stdio)
       result = serve_stdio(sys, pool, owned, cfg, signals);
     else
-      result = serve_tcp(sys, pool, owned, cfg, where, signals);
+      result = serve_tcp(sys, pool, owned, *server, signals);
+    if (gate)
+      caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
   }
   return result;
 }

@@ -1,6 +1,12 @@
 #include "src/net/listen_address.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cctype>
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 namespace taskforce {
@@ -69,6 +75,52 @@ listen_address parse_listen_address(const std::string& text) {
 std::string listen_address_problem(const std::string& text) {
   listen_address ignored;
   return parse(text, ignored);
+}
+
+std::string to_string(const listen_address& where) {
+  auto host = where.host.find(':') != std::string::npos ? "[" + where.host + "]"
+                                                        : where.host;
+  return host + ":" + std::to_string(where.port);
+}
+
+std::string bind_problem(const listen_address& where) {
+  auto lower = [](std::string text) {
+    if (!text.empty())
+      text[0]
+        = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+    return text;
+  };
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo* found = nullptr;
+  auto port = std::to_string(where.port);
+  if (int rc = ::getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found);
+      rc != 0)
+    return lower(::gai_strerror(rc));
+  std::string problem = "no address";
+  for (auto* a = found; a != nullptr; a = a->ai_next) {
+    int fd
+      = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) {
+      problem = lower(std::strerror(errno));
+      continue;
+    }
+    // As the server binds: reusing an address in TIME_WAIT is no conflict.
+    int one = 1;
+    ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    int rc = ::bind(fd, a->ai_addr, a->ai_addrlen);
+    int err = errno;
+    ::close(fd);
+    if (rc == 0) {
+      problem.clear();
+      break;
+    }
+    problem = err == EADDRINUSE ? "address in use" : lower(std::strerror(err));
+  }
+  ::freeaddrinfo(found);
+  return problem;
 }
 
 } // namespace taskforce

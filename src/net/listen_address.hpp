@@ -1,4 +1,5 @@
-// Parsing `HOST:PORT` for `taskforce serve --listen` and `server.listen`.
+// Where a server binds: parsing `HOST:PORT` for `taskforce serve --listen`,
+// `--publish` and `server.listen`, printing it, and saying why a bind fails.
 #pragma once
 
 #include <cstdint>
@@ -23,5 +24,13 @@ listen_address parse_listen_address(const std::string& text);
 
 /// What is wrong with `text` as a listen address, or "" when nothing is.
 std::string listen_address_problem(const std::string& text);
+
+/// "HOST:PORT", an IPv6 host in brackets ("[::1]:7411").
+std::string to_string(const listen_address& where);
+
+/// Why binding `where` fails, in a few lowercase words ("address in use",
+/// "cannot assign requested address"), found by trying it; "" when the
+/// bind works now.
+std::string bind_problem(const listen_address& where);
 
 } // namespace taskforce

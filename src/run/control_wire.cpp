@@ -1,17 +1,8 @@
 #include "src/run/control_wire.hpp"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <fstream>
-#include <random>
-#include <system_error>
-
 #include <nlohmann/json.hpp>
 
+#include "src/net/secret.hpp"
 #include "src/text/file.hpp"
 #include "src/text/json_reader.hpp"
 
@@ -62,25 +53,9 @@ void write_driver_file(const fs::path& path, const driver_info& info) {
                    {"token", info.token},
                    {"pid", info.pid},
                    {"run", info.run_id}};
-  auto text
-    = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-  auto tmp = path;
-  tmp += ".tmp" + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
-    throw std::system_error(errno, std::generic_category(),
-                            "cannot write " + tmp.string());
-  ::fchmod(fd, 0600);
-  auto n = ::write(fd, text.data(), text.size());
-  bool ok = n == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
-  int err = errno;
-  ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
-    err = ok ? errno : err;
-    ::unlink(tmp.c_str());
-    throw std::system_error(err, std::generic_category(),
-                            "cannot write " + path.string());
-  }
+  net::write_private_file(
+    path,
+    j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
 }
 
 std::optional<driver_info> read_driver_file(const fs::path& path) {
@@ -106,17 +81,7 @@ std::optional<driver_info> read_driver_file(const fs::path& path) {
 }
 
 std::string new_control_token() {
-  std::random_device rd; // the system's random source
-  static const char hex[] = "0123456789abcdef";
-  std::string out;
-  for (int i = 0; i < 8; ++i) {
-    auto v = rd();
-    for (int k = 0; k < 8; ++k) {
-      out += hex[v & 0xf];
-      v >>= 4;
-    }
-  }
-  return out;
+  return net::new_token();
 }
 
 std::string encode_request(const control_request& r) {

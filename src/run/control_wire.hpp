@@ -49,7 +49,7 @@ void write_driver_file(const std::filesystem::path& path,
 /// Reads a driver file; nothing when it is missing or not one.
 std::optional<driver_info> read_driver_file(const std::filesystem::path& path);
 
-/// A fresh random token (64 hex digits from the system's random source).
+/// A fresh random token (net::new_token: 64 hex digits from /dev/urandom).
 std::string new_control_token();
 
 /// A decoded request line.

@@ -251,9 +251,11 @@ class protocol_peer {
 /// `taskforce serve` as a child process with pipes on all three streams.
 class serve_process {
  public:
-  /// Starts `binary serve <args…>`.
-  serve_process(const std::string& binary, std::vector<std::string> args) {
+  /// Starts `binary serve <args…>` (in `cwd` when given).
+  serve_process(const std::string& binary, std::vector<std::string> args,
+                const std::string& cwd = {}) {
     proc::spawn_options o;
+    o.cwd = cwd;
     o.argv.push_back(binary);
     for (auto& a : args)
       o.argv.push_back(a);
@@ -384,27 +386,25 @@ class serve_process {
   int exit_status_ = 0;
 };
 
-/// A TCP connection to a server on loopback.
+/// A TCP connection to a server on loopback; the constructor with a token
+/// says hello with it first, the other leaves the connection as a stranger's.
 class tcp_peer {
  public:
   /// Connects to 127.0.0.1:`port`; throws when refused. A `receive_buffer`
   /// above 0 shrinks the socket's receive buffer (a reader that falls behind
   /// sooner).
   explicit tcp_peer(uint16_t port, int receive_buffer = 0) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (receive_buffer > 0)
-      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
-                   sizeof receive_buffer);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
-      throw std::runtime_error("connect failed: "
-                               + std::string{std::strerror(errno)});
-    int one = 1;
-    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    peer = protocol_peer{fd_, fd_};
+    connect(port, receive_buffer);
+  }
+
+  /// Connects and says hello with `token` (the server's, from its endpoint
+  /// file) as every TCP client must first; the answer is in peer.raw.
+  /// Throws when the server refuses.
+  tcp_peer(uint16_t port, const std::string& token, int receive_buffer = 0) {
+    connect(port, receive_buffer);
+    auto r = peer.call({{"id", "hello"}, {"op", "hello"}, {"token", token}});
+    if (r.value("ok", false) != true)
+      throw std::runtime_error("the server refused the token: " + r.dump());
   }
 
   ~tcp_peer() {
@@ -426,8 +426,33 @@ class tcp_peer {
   protocol_peer peer;
 
  private:
+  void connect(uint16_t port, int receive_buffer) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (receive_buffer > 0)
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer,
+                   sizeof receive_buffer);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0)
+      throw std::runtime_error("connect failed: "
+                               + std::string{std::strerror(errno)});
+    int one = 1;
+    ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    peer = protocol_peer{fd_, fd_};
+  }
+
   int fd_ = -1;
 };
+
+/// The token in the endpoint file `file` (`serve --token-file`).
+inline std::string token_in(const std::string& file) {
+  std::ifstream in(file);
+  if (!in)
+    throw std::runtime_error("no endpoint file " + file);
+  return json::parse(in).at("token").get<std::string>();
+}
 
 /// The resident memory of process `pid` in KiB (VmRSS in /proc), 0 when the
 /// process is gone.

@@ -570,16 +570,19 @@ CAF_TEST(generated lines over TCP each get one answer while other clients never
            read
          or vanish and a well behaved client is served) {
   CAF_MESSAGE("seed " << settings.seed);
-  serve_process server(TASKFORCE_BINARY, {"--config", config(), "serve",
-                                          "--listen", "127.0.0.1:0"});
+  auto endpoint = (dir.path() / "endpoint.json").string();
+  serve_process server(TASKFORCE_BINARY,
+                       {"--config", config(), "serve", "--listen",
+                        "127.0.0.1:0", "--token-file", endpoint});
   auto line = server.stderr_line();
   CAF_REQUIRE(line.has_value());
   auto port
     = static_cast<uint16_t>(std::stoi(line->substr(line->rfind(':') + 1)));
-  tcp_peer fuzzer{port};
-  tcp_peer watcher{port};
+  auto token = token_in(endpoint);
+  tcp_peer fuzzer{port, token};
+  tcp_peer watcher{port, token};
   // A subscriber that never reads and keeps asking.
-  tcp_peer mute{port, 4096};
+  tcp_peer mute{port, token, 4096};
   mute.peer.send_line(R"({"id":1,"op":"subscribe"})");
   std::string mute_burst;
   for (int i = 0; i < 2000; ++i)
@@ -594,7 +597,7 @@ CAF_TEST(generated lines over TCP each get one answer while other clients never
     write_until_stalled(mute.peer.out_fd(), mute_burst, 20ms);
     // A client that sends a little garbage and vanishes mid-line.
     {
-      tcp_peer vanishing{port};
+      tcp_peer vanishing{port, token};
       line_maker make{r, next_id};
       std::string junk = make.any().text + "\n" + make.random_bytes().text;
       write_until_stalled(vanishing.peer.out_fd(), junk, 200ms);

@@ -63,6 +63,11 @@ struct fixture {
   std::string config(const std::string& pool_json) {
     return dir.write("config.json", "{\"pool\": " + pool_json + "}").string();
   }
+
+  /// Where a listening or publishing server writes its address and token.
+  std::string endpoint() const {
+    return (dir.path() / "endpoint.json").string();
+  }
 };
 
 } // namespace
@@ -99,11 +104,13 @@ CAF_TEST(a stop signal ends a held permit with released and a wait with an error
 CAF_TEST(a stop signal sends every TCP connection the end of its holders) {
   auto file = config(R"({"maxParallel": 1, "mode": "global"})");
   serve_process srv{TASKFORCE_BINARY,
-                    {"--config", file, "serve", "--listen", "127.0.0.1:0"}};
+                    {"--config", file, "serve", "--listen", "127.0.0.1:0",
+                     "--token-file", endpoint()}};
   auto port = port_of(srv.stderr_line(), "listening on 127.0.0.1:");
-  tcp_peer owner{port};
-  tcp_peer waiter{port};
-  tcp_peer watcher{port};
+  auto token = token_in(endpoint());
+  tcp_peer owner{port, token};
+  tcp_peer waiter{port, token};
+  tcp_peer watcher{port, token};
   watcher.peer.call({{"id", 1}, {"op", "subscribe"}});
   auto r2 = owner.peer.call(acquire(1, "s", "held"));
   CAF_CHECK_EQUAL(r2["ok"], true);
@@ -130,12 +137,14 @@ CAF_TEST(a stop signal sends every TCP connection the end of its holders) {
 CAF_TEST(a closing connection ends its held permits but not its waits) {
   auto file = config(R"({"maxParallel": 1, "mode": "global"})");
   serve_process srv{TASKFORCE_BINARY,
-                    {"--config", file, "serve", "--listen", "127.0.0.1:0"}};
+                    {"--config", file, "serve", "--listen", "127.0.0.1:0",
+                     "--token-file", endpoint()}};
   auto port = port_of(srv.stderr_line(), "listening on 127.0.0.1:");
-  tcp_peer watcher{port};
+  auto token = token_in(endpoint());
+  tcp_peer watcher{port, token};
   watcher.peer.call({{"id", 1}, {"op", "subscribe"}});
   {
-    tcp_peer dying{port};
+    tcp_peer dying{port, token};
     dying.peer.call(acquire(1, "s", "held"));
     dying.peer.send(acquire(2, "s", "waiting"));
     dying.peer.event("queued", "waiting");
@@ -183,15 +192,16 @@ CAF_TEST(a stop signal to a process that joined a pool ends its holders there) {
   auto file = config(R"({"maxParallel": 1, "mode": "global"})");
   serve_process owner{TASKFORCE_BINARY,
                       {"--config", file, "serve", "--listen", "127.0.0.1:0",
-                       "--publish", "127.0.0.1:0"}};
+                       "--publish", "127.0.0.1:0", "--token-file", endpoint()}};
   auto pool_port = port_of(owner.stderr_line(), "pool published on 127.0.0.1:");
   auto tcp_port = port_of(owner.stderr_line(), "listening on 127.0.0.1:");
-  serve_process joined{
-    TASKFORCE_BINARY,
-    {"serve", "--stdio", "--join", "127.0.0.1:" + std::to_string(pool_port)}};
+  serve_process joined{TASKFORCE_BINARY,
+                       {"serve", "--stdio", "--join",
+                        "127.0.0.1:" + std::to_string(pool_port),
+                        "--token-file", endpoint()}};
   auto r6 = joined.peer.call(acquire(1, "s", "remote"));
   CAF_CHECK_EQUAL(r6["ok"], true);
-  tcp_peer local{tcp_port};
+  tcp_peer local{tcp_port, token_in(endpoint())};
   local.peer.send(acquire(1, "s", "local"));
   local.peer.event("queued", "local");
   joined.signal(SIGTERM);

@@ -24,13 +24,16 @@ struct fixture {
   temp_dir dir;
   std::unique_ptr<serve_process> server;
   uint16_t port = 0;
+  /// The server's token, from its endpoint file.
+  std::string token;
 
   void start(const std::string& pool_json,
              const std::string& address = "127.0.0.1:0") {
     auto file = dir.write("config.json", "{\"pool\": " + pool_json + "}");
     server = std::make_unique<serve_process>(
-      TASKFORCE_BINARY, std::vector<std::string>{"--config", file.string(),
-                                                 "serve", "--listen", address});
+      TASKFORCE_BINARY,
+      std::vector<std::string>{"--config", file.string(), "serve", "--listen",
+                               address, "--token-file", endpoint()});
     // The bound address is the first thing on standard error.
     auto line = server->stderr_line();
     CAF_REQUIRE(line.has_value());
@@ -38,6 +41,12 @@ struct fixture {
     CAF_REQUIRE(line->find("listening on 127.0.0.1:") != std::string::npos);
     port = static_cast<uint16_t>(std::stoi(line->substr(colon + 1)));
     CAF_REQUIRE(port != 0);
+    token = token_in(endpoint());
+  }
+
+  /// Where the server writes its address and token.
+  std::string endpoint() const {
+    return (dir.path() / "endpoint.json").string();
   }
 
   ~fixture() {
@@ -57,12 +66,12 @@ CAF_TEST_FIXTURE_SCOPE(serve_tcp_tests, fixture)
 
 CAF_TEST(port 0 binds a free loopback port and hello answers over TCP) {
   start(R"({"maxParallel": 4})");
-  tcp_peer a{port};
+  tcp_peer a{port, token};
   auto r = a.peer.call({{"id", 1}, {"op", "hello"}});
   CAF_CHECK_EQUAL(r["ok"], true);
   CAF_CHECK_EQUAL(r["protocol"], 1);
   CAF_CHECK_EQUAL(r["config"]["maxParallel"], 4);
-  tcp_peer b{port};
+  tcp_peer b{port, token};
   auto again = b.peer.call({{"id", "x"}, {"op", "hello"}});
   CAF_CHECK_EQUAL(again["id"], "x");
 }
@@ -70,8 +79,8 @@ CAF_TEST(port 0 binds a free loopback port and hello answers over TCP) {
 CAF_TEST(a harness that disconnects while holding permits hands them to the next
            waiter on another connection and its waits are cancelled) {
   start(R"({"maxParallel": 2, "mode": "global"})");
-  auto a = std::make_unique<tcp_peer>(port);
-  tcp_peer b{port};
+  auto a = std::make_unique<tcp_peer>(port, token);
+  tcp_peer b{port, token};
   a->peer.call(acquire(1, "sa", "a1"));
   a->peer.call(acquire(2, "sa", "a2"));
   a->peer.send(acquire(3, "sa", "a3"));
@@ -101,8 +110,8 @@ CAF_TEST(a harness that disconnects while holding permits hands them to the next
 
 CAF_TEST(holder names are server wide across connections) {
   start(R"({"maxParallel": 2})");
-  tcp_peer a{port};
-  tcp_peer b{port};
+  tcp_peer a{port, token};
+  tcp_peer b{port, token};
   a.peer.call(acquire(1, "sa", "same"));
   auto dup = b.peer.call(acquire(1, "sb", "same"));
   CAF_CHECK_EQUAL(dup["ok"], false);
@@ -112,8 +121,8 @@ CAF_TEST(holder names are server wide across connections) {
 CAF_TEST(a connection gets its own holders events and after subscribe every
            event once) {
   start(R"({"maxParallel": 2})");
-  tcp_peer a{port};
-  tcp_peer b{port};
+  tcp_peer a{port, token};
+  tcp_peer b{port, token};
   a.peer.call(acquire(1, "s", "a1"));
   a.peer.event("started", "a1");
   // b is not subscribed yet: nothing of a's reaches it.
@@ -138,8 +147,8 @@ CAF_TEST(a connection gets its own holders events and after subscribe every
 CAF_TEST(a request nested 100000 deep over TCP is refused and the other
            connections keep their permits) {
   start(R"({"maxParallel": 2, "mode": "global"})");
-  tcp_peer a{port};
-  tcp_peer b{port};
+  tcp_peer a{port, token};
+  tcp_peer b{port, token};
   b.peer.call(acquire(1, "sb", "b1"));
   std::string deep = std::string(100000, '[') + std::string(100000, ']');
   a.peer.send_line("{\"id\":" + deep + ",\"op\":\"hello\"}");
@@ -163,8 +172,8 @@ CAF_TEST(a request nested 100000 deep over TCP is refused and the other
 CAF_TEST(a client that pipelines without reading stops being read with bounded
            memory while another client is answered) {
   start(R"({"maxParallel": 2, "mode": "global"})");
-  tcp_peer a{port, 4096};
-  tcp_peer b{port};
+  tcp_peer a{port, token, 4096};
+  tcp_peer b{port, token};
   b.peer.call(acquire(1, "sb", "b1"));
   auto before = vm_rss_kib(server->pid());
   std::string burst;
@@ -219,14 +228,14 @@ CAF_TEST(subscribers that do not read are dropped with an unsubscribed event
   start(R"({"maxParallel": 4, "mode": "global"})");
   std::vector<std::unique_ptr<tcp_peer>> subs;
   for (int i = 0; i < 5; ++i) {
-    subs.emplace_back(std::make_unique<tcp_peer>(port, 4096));
+    subs.emplace_back(std::make_unique<tcp_peer>(port, token, 4096));
     auto r = subs.back()->peer.call({{"id", 1}, {"op", "subscribe"}});
     CAF_REQUIRE_EQUAL(r["ok"], true);
   }
   auto before = vm_rss_kib(server->pid());
   // A busy harness: acquire/release pairs, each a started and a released
   // event for every subscriber.
-  tcp_peer driver{port};
+  tcp_peer driver{port, token};
   constexpr int rounds = 80;
   constexpr int pairs = 1000;
   for (int round = 0; round < rounds; ++round) {
@@ -272,8 +281,8 @@ CAF_TEST(subscribers that do not read are dropped with an unsubscribed event
 CAF_TEST(pipelined status requests with a huge holder name in the pool stay
            within the output bound) {
   start(R"({"maxParallel": 2, "mode": "global"})");
-  tcp_peer a{port, 4096};
-  tcp_peer watcher{port};
+  tcp_peer a{port, token, 4096};
+  tcp_peer watcher{port, token};
   // A legal but huge name makes every status answer about 900 KB.
   auto huge = std::string(900000, 'n');
   auto granted = a.peer.call(acquire(1, "s", huge));
@@ -297,7 +306,7 @@ CAF_TEST(pipelined status requests with a huge holder name in the pool stay
 
 CAF_TEST(SIGTERM stops a listening server with exit 0) {
   start("{}");
-  tcp_peer a{port};
+  tcp_peer a{port, token};
   a.peer.call(acquire(1, "s", "h"));
   server->signal(SIGTERM);
   auto code = server->wait();
@@ -307,9 +316,9 @@ CAF_TEST(SIGTERM stops a listening server with exit 0) {
 
 CAF_TEST(SIGTERM stops a listening server whose clients do not read) {
   start(R"({"maxParallel": 2, "mode": "global"})");
-  tcp_peer mute{port, 4096};
+  tcp_peer mute{port, token, 4096};
   mute.peer.send_line(R"({"id":1,"op":"subscribe"})");
-  tcp_peer busy{port};
+  tcp_peer busy{port, token};
   busy.peer.call(acquire(1, "s", "h"));
   std::string burst;
   for (int i = 0; i < 2000; ++i)
