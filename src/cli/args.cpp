@@ -12,7 +12,7 @@ args::args(const std::vector<std::string>& argv, std::set<std::string> valued,
       positionals_.insert(positionals_.end(), argv.begin() + i + 1, argv.end());
       break;
     }
-    if (arg.size() < 2 || arg[0] != '-' ) {
+    if (arg.size() < 2 || arg[0] != '-') {
       positionals_.push_back(arg);
       continue;
     }
@@ -26,6 +26,7 @@ args::args(const std::vector<std::string>& argv, std::set<std::string> valued,
       } else {
         throw usage_error("option " + name + " needs a value");
       }
+      given_.emplace_back(name, values_[name]);
     } else if (flags.count(name) > 0 && eq == std::string::npos) {
       flags_.insert(name);
     } else {
@@ -40,6 +41,14 @@ bool args::flag(const std::string& name) const {
 
 bool args::has(const std::string& name) const {
   return values_.count(name) > 0;
+}
+
+std::vector<std::string> args::all(const std::string& name) const {
+  std::vector<std::string> out;
+  for (const auto& [key, value] : given_)
+    if (key == name)
+      out.push_back(value);
+  return out;
 }
 
 std::string args::value(const std::string& name,

@@ -5,13 +5,14 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taskforce::cli {
 
 /// Parsed arguments of one subcommand.
 class args {
-public:
+ public:
   /// Parses `argv`; `valued` take a value, `flags` do not. Throws
   /// usage_error naming the offending argument.
   args(const std::vector<std::string>& argv, std::set<std::string> valued,
@@ -27,6 +28,10 @@ public:
   /// Whether the valued option `name` was given.
   bool has(const std::string& name) const;
 
+  /// Every value of the valued option `name`, in the order given (an
+  /// option that may repeat, e.g. `--root A --root B`).
+  std::vector<std::string> all(const std::string& name) const;
+
   /// The value of `name` as a positive integer; throws usage_error.
   uint64_t positive(const std::string& name, uint64_t fallback) const;
 
@@ -35,8 +40,9 @@ public:
     return positionals_;
   }
 
-private:
+ private:
   std::map<std::string, std::string> values_;
+  std::vector<std::pair<std::string, std::string>> given_;
   std::set<std::string> flags_;
   std::vector<std::string> positionals_;
 };
