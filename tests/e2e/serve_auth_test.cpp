@@ -281,4 +281,18 @@ CAF_TEST(a port in use is one line and exit 2 for listen and publish) {
   CAF_CHECK(still_serving());
 }
 
+CAF_TEST(an endpoint file that cannot be written stops the server at once) {
+  auto missing = (dir.path() / "missing" / "endpoint.json").string();
+  for (auto& args : std::vector<std::vector<std::string>>{
+         {"serve", "--listen", "127.0.0.1:0", "--token-file", missing},
+         {"serve", "--stdio", "--publish", "127.0.0.1:0", "--token-file",
+          missing}}) {
+    serve_process srv{TASKFORCE_BINARY, args};
+    CAF_CHECK_EQUAL(srv.wait(10000ms), 2);
+    auto err = srv.drain_stderr();
+    CAF_CHECK_EQUAL(err, "taskforce: cannot write " + missing
+                           + ": No such file or directory\n");
+  }
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()
