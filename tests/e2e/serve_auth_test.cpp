@@ -175,6 +175,18 @@ CAF_TEST(a connection that never says hello is closed) {
   CAF_CHECK(still_serving());
 }
 
+CAF_TEST(a stop signal does not wait for connections that never said hello) {
+  start();
+  tcp_peer silent{port};
+  tcp_peer half{port};
+  write_until_stalled(half.peer.out_fd(), R"({"id":1,"op":"hel)", 1000ms);
+  tcp_peer admitted{port, token};
+  server->signal(SIGTERM);
+  // Well before the 10 s a silent connection is given.
+  CAF_CHECK_EQUAL(server->wait(5000ms), 0);
+  CAF_CHECK(!fs::exists(endpoint()));
+}
+
 CAF_TEST(the endpoint file is private names the address and goes at exit) {
   start();
   CAF_CHECK_EQUAL(mode_of(endpoint()), 0600u);
