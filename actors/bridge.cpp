@@ -11,6 +11,8 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/log_handlers.hpp"
+#include "src/control/wire.hpp"
+#include "src/protocol/fields.hpp"
 #include "src/text/json_reader.hpp"
 
 namespace taskforce {
@@ -19,6 +21,12 @@ namespace {
 
 using json = nlohmann::json;
 using ordered_json = nlohmann::ordered_json;
+using protocol::bad_field;
+using protocol::excerpt;
+using protocol::need_string;
+using protocol::opt_string;
+using protocol::quote_text;
+using protocol::quote_value;
 
 /// Requests wait without a timeout: the pool answers all but acquire at
 /// once, and the bridge monitors it, failing every open request with
@@ -29,67 +37,9 @@ constexpr auto reply_timeout = caf::infinite;
 constexpr const char* known_ops
   = "hello, acquire, adopt, release, bind, idle, end, status, subscribe";
 
-/// A field that breaks the protocol's rules; its text is the error message.
-struct bad_field : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-std::string quoted(const std::string& key) {
-  return "\"" + key + "\"";
-}
-
-/// The first max_quoted_bytes of `text`, not splitting a UTF-8 character.
-std::string head(const std::string& text) {
-  size_t cut = bridge_state::max_quoted_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80)
-    --cut;
-  return text.substr(0, cut);
-}
-
-/// `text` as is when short, else its head, "…" and its full size.
-std::string excerpt(const std::string& text) {
-  if (text.size() <= bridge_state::max_quoted_bytes)
-    return text;
-  return head(text) + "\xe2\x80\xa6 (" + std::to_string(text.size())
-         + " bytes)";
-}
-
-/// A client's text for an error message: between `quote`s, and cut when
-/// long (the size follows the closing quote).
-std::string quote_text(const std::string& text, char quote = '"') {
-  if (text.size() <= bridge_state::max_quoted_bytes)
-    return quote + text + quote;
-  return quote + head(text) + "\xe2\x80\xa6" + quote + " ("
-         + std::to_string(text.size()) + " bytes)";
-}
-
-/// A client's value for an error message: its JSON, cut when long.
-std::string quote_value(const json& value) {
-  return excerpt(value.dump(-1, ' ', false, json::error_handler_t::replace));
-}
-
-/// A required, non-empty string field.
-std::string need_string(const json& req, const std::string& key) {
-  auto i = req.find(key);
-  if (i == req.end() || i->is_null())
-    throw bad_field("missing field " + quoted(key));
-  if (!i->is_string())
-    throw bad_field("field " + quoted(key) + " must be a string, got "
-                    + quote_value(*i));
-  auto value = i->get<std::string>();
-  if (value.empty())
-    throw bad_field("field " + quoted(key) + " must not be empty");
-  return value;
-}
-
-/// An optional string field: absent or null gives "", present must be a
-/// non-empty string.
-std::string opt_string(const json& req, const std::string& key) {
-  auto i = req.find(key);
-  if (i == req.end() || i->is_null())
-    return {};
-  return need_string(req, key);
-}
+/// The protocol version this server speaks: 2 adds the control plane's
+/// `bg.*` and `monitor.*` operations.
+constexpr int protocol_version = 2;
 
 holder_kind need_kind(const json& req) {
   auto text = need_string(req, "kind");
@@ -202,6 +152,18 @@ void append_string(std::string& out, const std::string& text) {
     }
   }
   out += '"';
+}
+
+/// Appends the members of `object` (a JSON object's compact text, as the
+/// control plane writes it), each after a comma.
+void append_members(std::string& out, const std::string& object) {
+  auto open = object.find('{');
+  auto close = object.rfind('}');
+  if (open == std::string::npos || close == std::string::npos
+      || object.find_first_not_of(" \n", open + 1) == close)
+    return;
+  out += ',';
+  out.append(object, open + 1, close - open - 1);
 }
 
 void append_field(std::string& out, const char* key, const std::string& value) {
@@ -502,7 +464,8 @@ void bridge_state::handle_line(const char* first, size_t size) {
     if (op == "hello") {
       std::string line = "{\"id\":" + id
                          + ",\"ok\":true,\"version\":\"" TASKFORCE_VERSION
-                           "\",\"protocol\":1,\"config\":"
+                           "\",\"protocol\":"
+                         + std::to_string(protocol_version) + ",\"config\":"
                          + pool_config_json(config) + "}";
       answer(seq, std::move(line));
     } else if (op == "acquire") {
@@ -558,8 +521,13 @@ void bridge_state::handle_line(const char* first, size_t size) {
               answer(seq, released_line(id, released));
           },
           on_error);
+    } else if (auto control_op = control::control_op_named(op)) {
+      to_control(seq, id, *control_op, req);
     } else if (op == "idle" || op == "end") {
       auto session = need_string(req, "session");
+      // A child session that ended interrupts the managed task it ran.
+      if (op == "end" && control)
+        self->send(control, end_atom_v, session);
       auto reply = [this, seq, id](std::vector<std::string>& holders) {
         if (unanswered(seq))
           answer(seq, ok_line(id, ordered_json{{"released", holders}}));
@@ -587,6 +555,10 @@ void bridge_state::handle_line(const char* first, size_t size) {
             on_error(err);
           });
     } else if (op == "subscribe") {
+      if (control)
+        self->request(control, reply_timeout, subscribe_atom_v,
+                      caf::actor{self})
+          .then([](bool) {}, [](caf::error&) {});
       self->request(pool, reply_timeout, subscribe_atom::value, connection)
         .then(
           [this, seq, id](bool ok) {
@@ -597,12 +569,47 @@ void bridge_state::handle_line(const char* first, size_t size) {
           on_error);
     } else {
       fail(seq, id, errc::bad_request,
-           "unknown op " + quote_text(op) + " (known: " + known_ops + ")");
+           "unknown op " + quote_text(op) + " (known: " + known_ops + ", "
+             + control::control_op_names() + ")");
     }
   } catch (const bad_field& e) {
     waiting_acquires.erase(seq);
     fail(seq, id, errc::bad_request, e.what());
   }
+}
+
+void bridge_state::to_control(uint64_t seq, const std::string& id,
+                              control::control_op op, const json& req) {
+  if (!control) {
+    answer(seq, error_line(id, "unavailable",
+                           std::string{control::to_string(op)}
+                             + " needs a repository: start the server "
+                               "inside a git repository, or with --repo "
+                               "DIR"));
+    return;
+  }
+  auto x = control::decode_request(op, req);
+  self->request(control, reply_timeout, control_atom_v, std::move(x))
+    .then(
+      [this, seq, id](control_answer& a) {
+        if (!unanswered(seq))
+          return;
+        if (!a.ok) {
+          answer(seq, error_line(id, a.code.c_str(), a.message));
+          return;
+        }
+        // The fields come as one object's text: spliced after "ok".
+        std::string line = "{\"id\":" + id + ",\"ok\":true";
+        append_members(line, a.fields);
+        line += '}';
+        answer(seq, std::move(line));
+      },
+      [this, seq, id](caf::error& err) {
+        if (unanswered(seq))
+          answer(seq, error_line(id, "unavailable",
+                                 "the control plane is not available ("
+                                   + self->system().render(err) + ")"));
+      });
 }
 
 void bridge_state::on_close() {
@@ -725,6 +732,20 @@ void bridge_state::on_event(const pool_event& ev) {
     on_queued(ev.holder);
 }
 
+void bridge_state::on_control_event(const control_event& ev) {
+  if (finished || !subscribed)
+    return;
+  if (pending_output() >= max_subscriber_backlog) {
+    drop_subscription();
+    return;
+  }
+  std::string line = "{\"event\":";
+  append_string(line, ev.kind);
+  append_members(line, ev.fields);
+  line += '}';
+  write(line);
+}
+
 void bridge_state::drop_subscription() {
   subscribed = false;
   auto pending = pending_output();
@@ -811,9 +832,10 @@ void bridge_state::on_pool_down() {
 // -- behaviour ----------------------------------------------------------------
 
 caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
-                     caf::actor sink) {
+                     caf::actor sink, control_plane_actor control) {
   auto& st = self->state;
   st.pool = pool;
+  st.control = std::move(control);
   st.config = std::move(cfg);
   st.sink = std::move(sink);
   log_instead_of_printing(self);
@@ -851,6 +873,9 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
     [self](event_atom, const pool_event& ev) {
       self->state.on_event(ev);
     },
+    [self](event_atom, const control_event& ev) {
+      self->state.on_control_event(ev);
+    },
     [self](caf::flush_atom) {
       self->state.flush_scheduled = false;
       self->state.flush();
@@ -859,8 +884,10 @@ caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
 }
 
 caf::actor spawn_bridge(caf::actor_system& sys, pool_actor pool,
-                        const pool_config& cfg, caf::actor sink) {
-  return sys.spawn(bridge, std::move(pool), cfg, std::move(sink));
+                        const pool_config& cfg, caf::actor sink,
+                        control_plane_actor control) {
+  return sys.spawn(bridge, std::move(pool), cfg, std::move(sink),
+                   std::move(control));
 }
 
 } // namespace taskforce

@@ -47,6 +47,7 @@
 
 #include "messages/interfaces.hpp"
 #include "src/config/config.hpp"
+#include "src/protocol/fields.hpp"
 
 namespace taskforce {
 
@@ -79,7 +80,7 @@ struct bridge_state {
 
   /// An error message quotes at most this many bytes of the client's text
   /// (a value, a name, the token the parser stopped at).
-  static constexpr size_t max_quoted_bytes = 64;
+  static constexpr size_t max_quoted_bytes = protocol::max_quoted_bytes;
 
   /// Output bytes not yet written to the connection at which the bridge
   /// stops consuming the connection's input.
@@ -160,6 +161,13 @@ struct bridge_state {
   /// An event from the pool: written, or skipped for a dropped subscriber.
   void on_event(const pool_event& ev);
 
+  /// An event from the control plane, for a subscriber.
+  void on_control_event(const control_event& ev);
+
+  /// Hands a `bg.*` or `monitor.*` request to the control plane.
+  void to_control(uint64_t seq, const std::string& id, control::control_op op,
+                  const nlohmann::json& req);
+
   /// Ends the subscription of a subscriber that fell too far behind.
   void drop_subscription();
 
@@ -195,6 +203,10 @@ struct bridge_state {
 
   /// The effective pool config, for `hello`.
   pool_config config;
+
+  /// Managed background work and monitors; null when the server has none
+  /// (it runs outside a repository).
+  control_plane_actor control;
 
   /// Where output chunks go; null once it is gone.
   caf::actor sink;
@@ -260,12 +272,15 @@ struct bridge_state {
 /// The bridge's actor type.
 using bridge_actor_ptr = caf::stateful_actor<bridge_state>*;
 
-/// The bridge's behaviour: attaches to `pool`, then serves input.
+/// The bridge's behaviour: attaches to `pool`, then serves input; `bg.*`
+/// and `monitor.*` requests go to `control` (without one they are answered
+/// `unavailable`).
 caf::behavior bridge(bridge_actor_ptr self, pool_actor pool, pool_config cfg,
-                     caf::actor sink);
+                     caf::actor sink, control_plane_actor control);
 
 /// Spawns a bridge for one connection whose output goes to `sink`.
 caf::actor spawn_bridge(caf::actor_system& sys, pool_actor pool,
-                        const pool_config& cfg, caf::actor sink);
+                        const pool_config& cfg, caf::actor sink,
+                        control_plane_actor control = {});
 
 } // namespace taskforce

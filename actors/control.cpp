@@ -237,7 +237,7 @@ void add_file(self_ptr self, promise_t p, std::string file) {
       });
 }
 
-control_actor::behavior_type control(self_ptr self, control_setup setup) {
+control_actor::behavior_type control_behavior(self_ptr self, control_setup setup) {
   self->state.setup = std::move(setup);
   return {
     [self](steer_atom, std::string& line) -> caf::result<std::string> {
@@ -276,7 +276,7 @@ control_actor::behavior_type control(self_ptr self, control_setup setup) {
 } // namespace
 
 control_actor spawn_control(caf::actor_system& sys, control_setup setup) {
-  return sys.spawn(control, std::move(setup));
+  return sys.spawn(control_behavior, std::move(setup));
 }
 
 // -- the listener -------------------------------------------------------------

@@ -6,6 +6,7 @@
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
 
+#include "messages/control.hpp"
 #include "messages/interfaces.hpp"
 
 namespace taskforce {
@@ -28,13 +29,23 @@ std::string render_run_errc(uint8_t code, caf::atom_value,
   return result;
 }
 
+std::string render_control_errc(uint8_t code, caf::atom_value,
+                                const caf::message& ctx) {
+  std::string result = to_string(static_cast<control_errc>(code));
+  if (ctx.match_elements<std::string>())
+    result += ": " + ctx.get_as<std::string>(0);
+  return result;
+}
+
 } // namespace
 
 runtime_config::runtime_config(size_t threads, bool with_io) {
   add_message_types<caf::id_block::taskforce>();
   add_message_types<caf::id_block::taskforce_run>();
+  add_message_types<caf::id_block::taskforce_control>();
   add_error_category(caf::atom("taskforce"), render_errc);
   add_error_category(caf::atom(run_errc_category), render_run_errc);
+  add_error_category(caf::atom(control_errc_category), render_control_errc);
   // Work sharing wakes an idle worker at once instead of letting it back off
   // while stealing; with two cores it cut a round trip from ~64 to ~9 us.
   set("scheduler.policy", caf::atom("sharing"));

@@ -10,6 +10,8 @@
 #include <caf/timespan.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "messages/background.hpp"
+#include "messages/control.hpp"
 #include "messages/errors.hpp"
 #include "messages/pool.hpp"
 #include "messages/process.hpp"
@@ -153,5 +155,27 @@ using orchestrator_actor = caf::typed_actor<
   caf::replies_to<caf::get_atom>::with<steer_reply>,
   /// From itself: time to look for a pause or abort asked by another process.
   caf::reacts_to<caf::tick_atom>>;
+
+/// The control plane of one repository: managed background tasks (their
+/// contracts, leases, tokens and completion gate, in the ledger) and
+/// monitors.
+using control_plane_actor = caf::typed_actor<
+  /// From a bridge: one bg.* or monitor.* request, answered once the change
+  /// is durable (bg.complete: once its validations ran; monitor.wait: when
+  /// the monitor exits, matches or the wait times out).
+  caf::replies_to<control_atom, control::control_request>::with<
+    control_answer>,
+  /// From a bridge: every change from now on goes to it as (event_atom,
+  /// control_event), until it goes down.
+  caf::replies_to<subscribe_atom, caf::actor>::with<bool>,
+  /// From a bridge: a harness ended a session (the pool's `end`); a task
+  /// whose child it was is interrupted and its leases freed.
+  caf::reacts_to<end_atom, std::string>,
+  /// From itself: hand expired dispatch tokens' tasks back to the queue.
+  caf::reacts_to<caf::tick_atom>,
+  /// From a validation helper: a completion's validations ran.
+  caf::reacts_to<validation_done>,
+  /// From the monitors actor: a monitor changed.
+  caf::reacts_to<monitor_event>>;
 
 } // namespace taskforce

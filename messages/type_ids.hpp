@@ -62,6 +62,25 @@ struct proc_started;
 struct proc_output;
 struct proc_exited;
 
+// -- control family (messages/control.hpp, messages/background.hpp) ----------
+
+enum class control_errc : uint8_t;
+struct monitor_spec;
+struct monitor_info;
+struct monitor_output;
+struct monitor_wait_result;
+struct monitor_event;
+struct control_event;
+struct control_answer;
+struct validation_done;
+
+namespace control {
+
+enum class control_op : uint8_t;
+struct control_request;
+
+} // namespace control
+
 namespace run {
 
 enum class attempt_end : uint8_t;
@@ -188,3 +207,31 @@ CAF_ADD_ATOM(taskforce_run, taskforce, post_atom, "post")
 CAF_ADD_ATOM(taskforce_run, taskforce, steer_atom, "steer")
 
 CAF_END_TYPE_ID_BLOCK(taskforce_run)
+
+// The control family (managed background work and monitors): a third
+// block, after the run's.
+CAF_BEGIN_TYPE_ID_BLOCK(taskforce_control, caf::id_block::taskforce_run::end)
+
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_spec))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_info))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_output))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_wait_result))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::monitor_event))
+CAF_ADD_TYPE_ID(taskforce_control, (std::vector<taskforce::monitor_info>))
+
+// Monitors: wait for an exit or the wake pattern, kill the whole group;
+// a process helper's wake pattern matched.
+CAF_ADD_ATOM(taskforce_control, taskforce, wait_atom, "wait")
+CAF_ADD_ATOM(taskforce_control, taskforce, kill_atom, "kill")
+CAF_ADD_ATOM(taskforce_control, taskforce, ready_atom, "ready")
+
+// The control plane: a bridge's bg.* and monitor.* requests, its answers,
+// and the changes it publishes.
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control::control_op))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control::control_request))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control_event))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::control_answer))
+CAF_ADD_TYPE_ID(taskforce_control, (taskforce::validation_done))
+CAF_ADD_ATOM(taskforce_control, taskforce, control_atom, "control")
+
+CAF_END_TYPE_ID_BLOCK(taskforce_control)

@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/bridge.hpp"
+#include "actors/control_plane.hpp"
 #include "actors/gate.hpp"
 #include "actors/pool.hpp"
 #include "actors/runtime_config.hpp"
@@ -170,13 +171,14 @@ void stop_pool(caf::scoped_actor& self, const pool_actor& pool, bool owned) {
             std::chrono::milliseconds(2000));
 }
 
-int serve_stdio(caf::actor_system& sys, pool_actor pool, bool owned,
-                const config& cfg, const sigset_t& signals) {
+int serve_stdio(caf::actor_system& sys, pool_actor pool,
+                control_plane_actor control, bool owned, const config& cfg,
+                const sigset_t& signals) {
   int wake[2];
   if (::pipe(wake) != 0)
     throw std::runtime_error("cannot create a pipe");
   auto writer = spawn_fd_writer(sys, STDOUT_FILENO, wake[0]);
-  auto bridge = spawn_bridge(sys, pool, cfg.pool, writer);
+  auto bridge = spawn_bridge(sys, pool, cfg.pool, writer, std::move(control));
   auto reader = spawn_fd_reader(sys, STDIN_FILENO, wake[0], bridge);
   caf::scoped_actor self{sys};
   bool signalled = wait_for(self, bridge, signals);
@@ -343,6 +345,17 @@ int run_serve_command(const std::vector<std::string>& argv_in,
     } else {
       pool = spawn_pool(sys, cfg.pool);
     }
+    // The control plane of the repository the server runs in (none outside
+    // one: its operations then answer unavailable).
+    control_plane_actor control;
+    auto top
+      = opts.repo.empty() ? find_repository("") : find_repository(opts.repo);
+    if (top) {
+      control_plane_setup setup;
+      setup.repository = *top;
+      setup.config = cfg.control;
+      control = spawn_control_plane(sys, std::move(setup));
+    }
     // Bind everything first, then tell the world where (the file, then
     // standard error), so a client that reads either can connect at once.
     gate_actor gate;
@@ -363,8 +376,8 @@ int run_serve_command(const std::vector<std::string>& argv_in,
       }
       if (!stdio) {
         auto pool_cfg = cfg.pool;
-        auto make_bridge = [&sys, pool, pool_cfg](caf::actor sink) {
-          return spawn_bridge(sys, pool, pool_cfg, std::move(sink));
+        auto make_bridge = [&sys, pool, pool_cfg, control](caf::actor sink) {
+          return spawn_bridge(sys, pool, pool_cfg, std::move(sink), control);
         };
         try {
           server = start_tcp_server(sys, where.host, where.port, make_bridge,
@@ -399,6 +412,8 @@ int run_serve_command(const std::vector<std::string>& argv_in,
         self->send_exit(server->acceptor, caf::exit_reason::user_shutdown);
       if (gate)
         self->send_exit(gate, caf::exit_reason::user_shutdown);
+      if (control)
+        self->send_exit(control, caf::exit_reason::user_shutdown);
       stop_pool(self, pool, owned);
       throw;
     }
@@ -411,11 +426,13 @@ int run_serve_command(const std::vector<std::string>& argv_in,
                 << to_string(listen_address{where.host, server->port})
                 << std::endl;
     if (stdio)
-      result = serve_stdio(sys, pool, owned, cfg, signals);
+      result = serve_stdio(sys, pool, control, owned, cfg, signals);
     else
       result = serve_tcp(sys, pool, owned, *server, signals);
     if (gate)
       caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    if (control)
+      caf::anon_send_exit(control, caf::exit_reason::user_shutdown);
   }
   return result;
 }

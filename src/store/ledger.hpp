@@ -39,6 +39,11 @@
 #include "src/store/error.hpp"
 #include "src/store/schema.hpp"
 
+namespace taskforce::control {
+class bg_store;
+class monitor_store;
+} // namespace taskforce::control
+
 namespace taskforce::store {
 
 namespace sqlite {
@@ -599,6 +604,8 @@ class ledger {
 
  private:
   friend class mailbox;
+  friend class control::bg_store;
+  friend class control::monitor_store;
 
   ledger(std::unique_ptr<sqlite::connection> db, std::filesystem::path path,
          int version);

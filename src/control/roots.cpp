@@ -1,0 +1,149 @@
+#include "src/control/roots.hpp"
+
+#include <algorithm>
+#include <system_error>
+
+#include "src/control/error.hpp"
+#include "src/text/join.hpp"
+
+namespace fs = std::filesystem;
+
+namespace taskforce::control {
+
+namespace {
+
+std::string quoted(std::string_view s) {
+  return "\"" + std::string{s} + "\"";
+}
+
+scope::physical_path refused(std::string why) {
+  return {"", std::move(why)};
+}
+
+// `p` relative to the folder `top`, when it lies inside it (lexically).
+std::optional<fs::path> inside(const fs::path& p, const fs::path& top) {
+  auto rel = p.lexically_relative(top);
+  if (rel.empty() || *rel.begin() == "..")
+    return std::nullopt;
+  return rel;
+}
+
+} // namespace
+
+bool path_within(std::string_view path, std::string_view root) {
+  if (path.size() < root.size() || path.compare(0, root.size(), root) != 0)
+    return false;
+  return path.size() == root.size() || path[root.size()] == '/';
+}
+
+bool roots_conflict(std::string_view a, std::string_view b) {
+  return path_within(a, b) || path_within(b, a);
+}
+
+std::vector<std::string> fold_roots(std::vector<std::string> roots) {
+  std::sort(roots.begin(), roots.end());
+  roots.erase(std::unique(roots.begin(), roots.end()), roots.end());
+  std::vector<std::string> result;
+  for (auto& r : roots) {
+    auto nested = std::any_of(roots.begin(), roots.end(), [&](auto& other) {
+      return other != r && path_within(r, other);
+    });
+    if (!nested)
+      result.push_back(r);
+  }
+  return result;
+}
+
+scope::physical_path locate(const scope::physical_root& repo,
+                            std::string_view path) {
+  if (path.empty())
+    return refused("an empty path");
+  if (path.find('\0') != std::string_view::npos)
+    return refused(quoted(path) + " contains a NUL byte");
+  fs::path spelled{std::string{path}};
+  std::string rel;
+  if (spelled.is_absolute()) {
+    // Inside the repository as spelled, or once the symlinks of its
+    // existing part are followed (a repository under /tmp -> /private/tmp).
+    auto found = inside(spelled.lexically_normal(), repo.root());
+    if (!found) {
+      std::error_code ec;
+      auto real = fs::weakly_canonical(spelled, ec);
+      if (!ec)
+        found = inside(real, repo.root());
+    }
+    if (!found)
+      return refused(quoted(path) + " is outside the repository ("
+                     + repo.root().string() + ")");
+    rel = found->generic_string();
+  } else {
+    rel = std::string{path};
+  }
+  auto normal = fs::path{rel}.lexically_normal();
+  if (normal.empty() || normal == "." || normal == "./")
+    return refused(quoted(path) + " is the repository's top folder");
+  auto first = normal.begin()->string();
+  if (first == "..")
+    return refused(quoted(path) + " escapes the repository");
+  if (first == ".git" || first == ".taskforce")
+    return refused(quoted(path) + " is inside " + first + "/, which belongs to "
+                   + (first == ".git" ? "git" : "taskforce"));
+  auto located = repo.resolve(rel);
+  if (located.error.empty() && (located.path.empty() || located.path == "."))
+    return refused(quoted(path)
+                   + " leads through a symlink to the repository's top "
+                     "folder");
+  if (!located.error.empty()) {
+    std::error_code ec;
+    if (fs::weakly_canonical(repo.root() / rel, ec) == repo.root() && !ec)
+      return refused(quoted(path)
+                     + " leads through a symlink to the repository's top "
+                       "folder");
+  }
+  return located;
+}
+
+std::string canonical_root(const scope::physical_root& repo,
+                           std::string_view root) {
+  auto located = locate(repo, root);
+  if (!located.error.empty())
+    throw control_error(control_errc::bad_request, "root " + located.error);
+  return located.path;
+}
+
+std::vector<std::string>
+canonical_roots(const scope::physical_root& repo,
+                const std::vector<std::string>& roots) {
+  std::vector<std::string> result;
+  result.reserve(roots.size());
+  for (auto& r : roots)
+    result.push_back(canonical_root(repo, r));
+  return fold_roots(std::move(result));
+}
+
+containment within_roots(const scope::physical_root& repo,
+                         std::string_view path,
+                         const std::vector<std::string>& roots) {
+  containment result;
+  auto located = locate(repo, path);
+  if (!located.error.empty()) {
+    result.reason = located.error;
+    return result;
+  }
+  result.path = located.path;
+  for (auto& r : roots)
+    if (path_within(located.path, r)) {
+      result.inside = true;
+      result.root = r;
+      return result;
+    }
+  auto where = quoted(path);
+  if (located.path != path)
+    where += " (" + located.path + ")";
+  result.reason = roots.empty()
+                    ? where + " is outside the task's roots: it has none"
+                    : where + " is outside the task's roots " + join(roots);
+  return result;
+}
+
+} // namespace taskforce::control

@@ -1,0 +1,179 @@
+// Managed background work as a harness drives it: the real `taskforce serve
+// --stdio` in a real repository, one JSON object per line. The harness
+// prepares a task, runs its subagent (here: the test writes the files the
+// subagent would), links the child, and completes it through the gate.
+#define CAF_SUITE scenarios.background
+#include <caf/test/unit_test.hpp>
+
+#include <string>
+#include <vector>
+
+#include "e2e/protocol_client.hpp"
+#include "scenarios/scenario.hpp"
+#include "test.hpp"
+
+using namespace taskforce;
+using namespace taskforce::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct fixture : scenario {
+  fixture() {
+    write(".gitignore", ".taskforce/\n");
+    write("src/lib.txt", "lib\n");
+    write("docs/guide.md", "guide\n");
+    git_ok(root, {"add", "-A"});
+    git_ok(root, {"commit", "-q", "-m", "layout"});
+  }
+
+  /// `taskforce serve --stdio` in the project with `control` as its control
+  /// section.
+  std::unique_ptr<serve_process> serve(const std::string& control = "{}") {
+    auto file = dir.write("serve.json", "{\"control\": " + control + "}");
+    return std::make_unique<serve_process>(
+      TASKFORCE_BINARY,
+      std::vector<std::string>{"--repo", root.string(), "--config",
+                               file.string(), "serve", "--stdio"});
+  }
+};
+
+/// Reads lines until an event `bg.changed` for `task` reaching `to`.
+json changed_to(protocol_peer& peer, const std::string& task,
+                const std::string& to) {
+  for (;;) {
+    auto line = peer.next();
+    if (line.value("event", "") == "bg.changed"
+        && line["task"]["id"] == task && line["to"] == to)
+      return line;
+  }
+}
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(background_tests, fixture)
+
+CAF_TEST(prepare link and complete through the gate with a failing then
+           passing validation) {
+  auto srv = serve();
+  auto& peer = srv->peer;
+  auto hello = peer.call({{"id", 1}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(hello["protocol"], 2);
+  auto subscribed = peer.call({{"id", 2}, {"op", "subscribe"}});
+  CAF_CHECK_EQUAL(subscribed["subscribed"], true);
+
+  // The contract: write under src/ only; done when src/ok.txt exists.
+  auto prepared = peer.call({{"id", 3},
+                             {"op", "bg.prepare"},
+                             {"title", "Add the feature"},
+                             {"agent", "coder"},
+                             {"prompt", "Write src/feature.txt"},
+                             {"roots", {"src", "./src/"}},
+                             {"validations", {"test -f src/ok.txt"}},
+                             {"session", "orchestrator"}});
+  CAF_REQUIRE_EQUAL(prepared["ok"], true);
+  auto task = prepared["task"]["id"].get<std::string>();
+  CAF_CHECK_EQUAL(prepared["task"]["state"], "ready");
+  CAF_CHECK_EQUAL(prepared["task"]["roots"], json({"src"}));
+  auto token = prepared["dispatch"]["token"].get<std::string>();
+  CAF_CHECK(!token.empty());
+
+  // A second task on an overlapping root waits in the queue.
+  auto queued = peer.call({{"id", 4},
+                           {"op", "bg.prepare"},
+                           {"title", "Touch the library"},
+                           {"agent", "coder"},
+                           {"prompt", "Edit src/lib.txt"},
+                           {"roots", {"src/lib.txt"}}});
+  CAF_REQUIRE_EQUAL(queued["ok"], true);
+  CAF_CHECK_EQUAL(queued["task"]["state"], "queued");
+  CAF_CHECK(queued["dispatch"].is_null());
+
+  auto linked = peer.call({{"id", 5},
+                           {"op", "bg.link"},
+                           {"token", token},
+                           {"child_session", "child-1"}});
+  CAF_REQUIRE_EQUAL(linked["ok"], true);
+  CAF_CHECK_EQUAL(linked["task"]["state"], "running");
+  changed_to(peer, task, "running");
+  // The token was used once.
+  auto again = peer.call({{"id", 6},
+                          {"op", "bg.link"},
+                          {"token", token},
+                          {"child_session", "child-2"}});
+  CAF_CHECK_EQUAL(again["ok"], false);
+
+  // The child may write under src/, not in docs/.
+  auto inside = peer.call({{"id", 7},
+                           {"op", "bg.may_write"},
+                           {"child_session", "child-1"},
+                           {"path", "src/feature.txt"}});
+  CAF_CHECK_EQUAL(inside["allowed"], true);
+  auto outside = peer.call({{"id", 8},
+                            {"op", "bg.may_write"},
+                            {"child_session", "child-1"},
+                            {"path", "docs/guide.md"}});
+  CAF_CHECK_EQUAL(outside["allowed"], false);
+
+  // The subagent's work.
+  write("src/feature.txt", "feature\n");
+
+  // A claim that leaves out a change is refused with the path.
+  auto short_claim = peer.call({{"id", 9},
+                                {"op", "bg.complete"},
+                                {"task", task},
+                                {"status", "done"},
+                                {"result", "added the feature"},
+                                {"files", json::array()}});
+  CAF_REQUIRE_EQUAL(short_claim["ok"], true);
+  CAF_CHECK_EQUAL(short_claim["accepted"], false);
+  CAF_CHECK_NOT_EQUAL(short_claim["reason"].get<std::string>().find(
+                        "src/feature.txt"),
+                      std::string::npos);
+  CAF_CHECK_EQUAL(short_claim["task"]["state"], "running");
+
+  // The validation fails: src/ok.txt is missing.
+  auto failed = peer.call({{"id", 10},
+                           {"op", "bg.complete"},
+                           {"task", task},
+                           {"status", "done"},
+                           {"result", "added the feature"},
+                           {"files", {"src/feature.txt"}}},
+                          30s);
+  CAF_REQUIRE_EQUAL(failed["ok"], true);
+  CAF_CHECK_EQUAL(failed["accepted"], false);
+  CAF_CHECK_EQUAL(failed["task"]["state"], "running");
+  CAF_REQUIRE_EQUAL(failed["validations"].size(), 1u);
+  CAF_CHECK_EQUAL(failed["validations"][0]["status"], "failure");
+  CAF_CHECK_EQUAL(failed["validations"][0]["exit_code"], 1);
+
+  // The child fixes it; now the gate passes and the task is done.
+  write("src/ok.txt", "ok\n");
+  auto passed = peer.call({{"id", 11},
+                           {"op", "bg.complete"},
+                           {"task", task},
+                           {"status", "done"},
+                           {"result", "added the feature"},
+                           {"files", {"src/feature.txt", "src/ok.txt"}}},
+                          30s);
+  CAF_REQUIRE_EQUAL(passed["ok"], true);
+  CAF_CHECK_EQUAL(passed["accepted"], true);
+  CAF_CHECK_EQUAL(passed["task"]["state"], "done");
+  CAF_CHECK(passed["task"]["leases"].empty());
+  changed_to(peer, task, "done");
+
+  // Its root is free: the queued task starts now.
+  auto started = peer.call({{"id", 12}, {"op", "bg.start"}});
+  CAF_REQUIRE_EQUAL(started["ok"], true);
+  CAF_CHECK_EQUAL(started["task"]["id"], queued["task"]["id"]);
+  CAF_CHECK_EQUAL(started["task"]["state"], "ready");
+  CAF_CHECK(started["dispatch"]["token"].is_string());
+
+  // The ledger has it all: the status of the finished task.
+  auto status = peer.call({{"id", 13}, {"op", "bg.status"}, {"task", task}});
+  CAF_REQUIRE_EQUAL(status["tasks"].size(), 1u);
+  CAF_CHECK_EQUAL(status["tasks"][0]["state"], "done");
+  CAF_CHECK_EQUAL(status["tasks"][0]["result"], "added the feature");
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
