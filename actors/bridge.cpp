@@ -13,6 +13,7 @@
 #include "actors/log_handlers.hpp"
 #include "src/control/wire.hpp"
 #include "src/protocol/fields.hpp"
+#include "src/text/edit_distance.hpp"
 #include "src/text/json_reader.hpp"
 
 namespace taskforce {
@@ -36,6 +37,34 @@ constexpr auto reply_timeout = caf::infinite;
 
 constexpr const char* known_ops
   = "hello, acquire, adopt, release, bind, idle, end, status, subscribe";
+
+/// Longer names get no suggestion (an edit distance is quadratic).
+constexpr size_t max_name_for_suggestion = 64;
+
+/// "unknown op …" with the nearest known name, else the pool's names.
+std::string unknown_op_message(const std::string& op) {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> all;
+    std::string pool = known_ops;
+    for (size_t at = 0; at < pool.size();) {
+      auto comma = pool.find(", ", at);
+      all.push_back(pool.substr(at, comma - at));
+      at = comma == std::string::npos ? pool.size() : comma + 2;
+    }
+    for (auto i = 0; i <= static_cast<int>(control::control_op::monitor_kill);
+         ++i)
+      all.push_back(control::to_string(static_cast<control::control_op>(i)));
+    return all;
+  }();
+  std::string message = "unknown op " + quote_text(op);
+  if (op.size() <= max_name_for_suggestion) {
+    auto near = nearest(op, names, std::max<size_t>(2, op.size() / 3));
+    if (!near.empty())
+      return message + " (did you mean \"" + near + "\"?)";
+  }
+  return message + " (known: " + known_ops
+         + ", and the bg.* and monitor.* operations)";
+}
 
 /// The protocol version this server speaks: 2 adds the control plane's
 /// `bg.*` and `monitor.*` operations.
@@ -568,9 +597,7 @@ void bridge_state::handle_line(const char* first, size_t size) {
           },
           on_error);
     } else {
-      fail(seq, id, errc::bad_request,
-           "unknown op " + quote_text(op) + " (known: " + known_ops + ", "
-             + control::control_op_names() + ")");
+      fail(seq, id, errc::bad_request, unknown_op_message(op));
     }
   } catch (const bad_field& e) {
     waiting_acquires.erase(seq);

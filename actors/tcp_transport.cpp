@@ -45,7 +45,8 @@ constexpr auto hello_deadline = std::chrono::seconds(10);
 // connection is closed once that line is out.
 caf::behavior tcp_connection(caf::io::broker* self,
                              caf::io::connection_handle hdl,
-                             bridge_factory make_bridge, tcp_gate gate) {
+                             bridge_factory make_bridge, tcp_gate gate,
+                             caf::actor acceptor) {
   log_instead_of_printing(self);
   self->configure_read(hdl, caf::io::receive_policy::at_most(read_chunk));
   self->ack_writes(hdl, true);
@@ -116,9 +117,14 @@ caf::behavior tcp_connection(caf::io::broker* self,
     early->clear();
   };
   self->delayed_send(self, hello_deadline, hello_atom_v);
-  // A bridge that is gone (server shutdown) closes the socket.
-  self->set_down_handler([close](caf::down_msg&) {
-    close();
+  // A bridge that is gone (server shutdown) closes the socket; so does the
+  // server's stop for a connection that has no bridge yet.
+  self->monitor(acceptor);
+  self->set_down_handler([=](caf::down_msg& msg) {
+    if (msg.source != acceptor.address())
+      close();
+    else if (!*bridge)
+      self->quit();
   });
   return {
     [=](const caf::io::new_data_msg& msg) {
@@ -189,7 +195,8 @@ caf::behavior tcp_acceptor(caf::io::broker* self, bridge_factory make_bridge,
       return bound->second;
     },
     [=](const caf::io::new_connection_msg& msg) {
-      self->fork(tcp_connection, msg.handle, make_bridge, gate);
+      self->fork(tcp_connection, msg.handle, make_bridge, gate,
+                 caf::actor_cast<caf::actor>(self));
     },
     [=](const caf::io::acceptor_closed_msg&) {
       self->quit();

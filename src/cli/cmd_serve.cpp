@@ -14,6 +14,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/bridge.hpp"
+#include "actors/control_plane.hpp"
 #include "actors/gate.hpp"
 #include "actors/pool.hpp"
 #include "actors/runtime_config.hpp"
@@ -52,7 +53,8 @@ const char* serve_help
     "the\n"
     "                   token from the endpoint file; anything else is "
     "answered\n"
-    "                   unauthorized and the connection closed.\n"
+    "                   unauthorized and the connection closed (also after\n"
+    "                   10 s without a first line).\n"
     "  --publish ADDR   also offer this server's pool to other taskforce\n"
     "                   processes through CAF's middleman (ADDR as for\n"
     "                   --listen, loopback by default), to those that present\n"
@@ -169,19 +171,14 @@ void stop_pool(caf::scoped_actor& self, const pool_actor& pool, bool owned) {
             std::chrono::milliseconds(2000));
 }
 
-/// Stops an owned pool when serving cannot start.
-void stop_pool_now(caf::actor_system& sys, const pool_actor& pool, bool owned) {
-  caf::scoped_actor self{sys};
-  stop_pool(self, pool, owned);
-}
-
-int serve_stdio(caf::actor_system& sys, pool_actor pool, bool owned,
-                const config& cfg, const sigset_t& signals) {
+int serve_stdio(caf::actor_system& sys, pool_actor pool,
+                control_plane_actor control, bool owned, const config& cfg,
+                const sigset_t& signals) {
   int wake[2];
   if (::pipe(wake) != 0)
     throw std::runtime_error("cannot create a pipe");
   auto writer = spawn_fd_writer(sys, STDOUT_FILENO, wake[0]);
-  auto bridge = spawn_bridge(sys, pool, cfg.pool, writer);
+  auto bridge = spawn_bridge(sys, pool, cfg.pool, writer, std::move(control));
   auto reader = spawn_fd_reader(sys, STDIN_FILENO, wake[0], bridge);
   caf::scoped_actor self{sys};
   bool signalled = wait_for(self, bridge, signals);
@@ -348,53 +345,77 @@ int run_serve_command(const std::vector<std::string>& argv_in,
     } else {
       pool = spawn_pool(sys, cfg.pool);
     }
+    // The control plane of the repository the server runs in (none outside
+    // one: its operations then answer unavailable).
+    control_plane_actor control;
+    auto top
+      = opts.repo.empty() ? find_repository("") : find_repository(opts.repo);
+    if (top) {
+      control_plane_setup setup;
+      setup.repository = *top;
+      setup.config = cfg.control;
+      control = spawn_control_plane(sys, std::move(setup));
+    }
     // Bind everything first, then tell the world where (the file, then
     // standard error), so a client that reads either can connect at once.
     gate_actor gate;
     uint16_t published = 0;
-    if (publish_at) {
-      gate = spawn_gate(sys, pool, token);
-      auto port = sys.middleman().publish(gate, publish_at->port,
-                                          publish_at->host.c_str(), true);
-      if (!port) {
-        caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
-        stop_pool_now(sys, pool, owned);
-        auto why = bind_problem(*publish_at);
-        throw usage_error("cannot listen on " + to_string(*publish_at) + ": "
-                          + (why.empty() ? sys.render(port.error()) : why));
-      }
-      published = *port;
-    }
     std::optional<tcp_server> server;
-    if (!stdio) {
-      auto pool_cfg = cfg.pool;
-      auto make_bridge = [&sys, pool, pool_cfg](caf::actor sink) {
-        return spawn_bridge(sys, pool, pool_cfg, std::move(sink));
-      };
-      try {
-        server = start_tcp_server(sys, where.host, where.port, make_bridge,
-                                  tcp_gate{token, file.string()});
-      } catch (const std::runtime_error& e) {
-        if (gate)
-          caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
-        stop_pool_now(sys, pool, owned);
-        throw usage_error(e.what());
-      }
-    }
     endpoint_guard guard;
-    if (owned && !file.empty()) {
-      net::endpoint_info info;
+    try {
+      if (publish_at) {
+        gate = spawn_gate(sys, pool, token);
+        auto port = sys.middleman().publish(gate, publish_at->port,
+                                            publish_at->host.c_str(), true);
+        if (!port) {
+          auto why = bind_problem(*publish_at);
+          throw usage_error("cannot listen on " + to_string(*publish_at) + ": "
+                            + (why.empty() ? sys.render(port.error()) : why));
+        }
+        published = *port;
+      }
+      if (!stdio) {
+        auto pool_cfg = cfg.pool;
+        auto make_bridge = [&sys, pool, pool_cfg, control](caf::actor sink) {
+          return spawn_bridge(sys, pool, pool_cfg, std::move(sink), control);
+        };
+        try {
+          server = start_tcp_server(sys, where.host, where.port, make_bridge,
+                                    tcp_gate{token, file.string()});
+        } catch (const std::runtime_error& e) {
+          throw usage_error(e.what());
+        }
+      }
+      if (owned && !file.empty()) {
+        net::endpoint_info info;
+        if (server)
+          info.address = to_string(listen_address{where.host, server->port});
+        if (publish_at)
+          info.publish = to_string(listen_address{publish_at->host, published});
+        info.token = token;
+        info.pid = ::getpid();
+        try {
+          if (!parsed.has("--token-file"))
+            fs::create_directories(file.parent_path());
+          net::write_endpoint_file(file, info);
+        } catch (const std::exception& e) {
+          throw usage_error(e.what());
+        }
+        guard.file = file;
+        guard.token = token;
+      }
+    } catch (...) {
+      // Nothing may outlive a failed start, or the actor system waits for
+      // it forever.
+      caf::scoped_actor self{sys};
       if (server)
-        info.address = to_string(listen_address{where.host, server->port});
-      if (publish_at)
-        info.publish = to_string(listen_address{publish_at->host, published});
-      info.token = token;
-      info.pid = ::getpid();
-      if (!parsed.has("--token-file"))
-        fs::create_directories(file.parent_path());
-      net::write_endpoint_file(file, info);
-      guard.file = file;
-      guard.token = token;
+        self->send_exit(server->acceptor, caf::exit_reason::user_shutdown);
+      if (gate)
+        self->send_exit(gate, caf::exit_reason::user_shutdown);
+      if (control)
+        self->send_exit(control, caf::exit_reason::user_shutdown);
+      stop_pool(self, pool, owned);
+      throw;
     }
     if (publish_at)
       std::cerr << "taskforce: pool published on "
@@ -405,11 +426,13 @@ int run_serve_command(const std::vector<std::string>& argv_in,
                 << to_string(listen_address{where.host, server->port})
                 << std::endl;
     if (stdio)
-      result = serve_stdio(sys, pool, owned, cfg, signals);
+      result = serve_stdio(sys, pool, control, owned, cfg, signals);
     else
       result = serve_tcp(sys, pool, owned, *server, signals);
     if (gate)
       caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
+    if (control)
+      caf::anon_send_exit(control, caf::exit_reason::user_shutdown);
   }
   return result;
 }

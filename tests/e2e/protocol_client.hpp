@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <stdexcept>
@@ -255,7 +256,10 @@ class serve_process {
   serve_process(const std::string& binary, std::vector<std::string> args,
                 const std::string& cwd = {}) {
     proc::spawn_options o;
-    o.cwd = cwd;
+    // By default outside any repository: a server in one also serves its
+    // control plane, in that repository's ledger.
+    o.cwd = cwd.empty() ? std::filesystem::temp_directory_path().string()
+                        : cwd;
     o.argv.push_back(binary);
     for (auto& a : args)
       o.argv.push_back(a);

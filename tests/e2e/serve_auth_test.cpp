@@ -142,7 +142,7 @@ CAF_TEST(the right token is served and hello keeps its fields) {
                         + R"({"id":2,"op":"status"})");
   auto hello = client.peer.response(1);
   CAF_CHECK_EQUAL(hello["ok"], true);
-  CAF_CHECK_EQUAL(hello["protocol"], 1);
+  CAF_CHECK(hello["protocol"].is_number_integer());
   CAF_CHECK(hello["version"].is_string());
   CAF_CHECK(hello["config"].is_object());
   CAF_CHECK(!hello.contains("token"));
@@ -173,6 +173,18 @@ CAF_TEST(a connection that never says hello is closed) {
   CAF_CHECK(r["error"]["message"].get<std::string>().find("no hello in time")
             != std::string::npos);
   CAF_CHECK(still_serving());
+}
+
+CAF_TEST(a stop signal does not wait for connections that never said hello) {
+  start();
+  tcp_peer silent{port};
+  tcp_peer half{port};
+  write_until_stalled(half.peer.out_fd(), R"({"id":1,"op":"hel)", 1000ms);
+  tcp_peer admitted{port, token};
+  server->signal(SIGTERM);
+  // Well before the 10 s a silent connection is given.
+  CAF_CHECK_EQUAL(server->wait(5000ms), 0);
+  CAF_CHECK(!fs::exists(endpoint()));
 }
 
 CAF_TEST(the endpoint file is private names the address and goes at exit) {
@@ -279,6 +291,20 @@ CAF_TEST(a port in use is one line and exit 2 for listen and publish) {
     CAF_CHECK(!fs::exists(other.path() / "endpoint.json"));
   }
   CAF_CHECK(still_serving());
+}
+
+CAF_TEST(an endpoint file that cannot be written stops the server at once) {
+  auto missing = (dir.path() / "missing" / "endpoint.json").string();
+  for (auto& args : std::vector<std::vector<std::string>>{
+         {"serve", "--listen", "127.0.0.1:0", "--token-file", missing},
+         {"serve", "--stdio", "--publish", "127.0.0.1:0", "--token-file",
+          missing}}) {
+    serve_process srv{TASKFORCE_BINARY, args};
+    CAF_CHECK_EQUAL(srv.wait(10000ms), 2);
+    auto err = srv.drain_stderr();
+    CAF_CHECK_EQUAL(err, "taskforce: cannot write " + missing
+                           + ": No such file or directory\n");
+  }
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

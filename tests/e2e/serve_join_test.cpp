@@ -148,3 +148,36 @@ CAF_TEST(a published pool is only handed to a process with the token) {
   owner.close_input();
   CAF_CHECK_EQUAL(owner.wait(), 0);
 }
+
+CAF_TEST(a joined server that listens admits the token of the publishing
+           server and leaves its endpoint file alone) {
+  temp_dir dir;
+  auto file = dir.write("config.json",
+                        R"({"pool": {"maxParallel": 1, "mode": "global"}})");
+  auto endpoint = (dir.path() / "endpoint.json").string();
+  serve_process owner{TASKFORCE_BINARY,
+                      {"--config", file.string(), "serve", "--stdio",
+                       "--publish", "127.0.0.1:0", "--token-file", endpoint}};
+  auto pool_port = port_of(owner.stderr_line(), "pool published on 127.0.0.1:");
+  auto before = read_file(endpoint);
+  serve_process joined{TASKFORCE_BINARY,
+                       {"serve", "--listen", "127.0.0.1:0", "--join",
+                        "127.0.0.1:" + std::to_string(pool_port),
+                        "--token-file", endpoint}};
+  auto tcp_port = port_of(joined.stderr_line(), "listening on 127.0.0.1:");
+  CAF_CHECK_EQUAL(read_file(endpoint), before);
+  tcp_peer client{tcp_port, token_in(endpoint)};
+  auto granted = client.peer.call(acquire(1, "s", "via-joined"));
+  CAF_CHECK_EQUAL(granted["ok"], true);
+  tcp_peer stranger{tcp_port};
+  auto refused = stranger.peer.call({{"id", 1}, {"op", "hello"}});
+  CAF_CHECK_EQUAL(refused["error"]["code"], "unauthorized");
+  // The owner's pool holds the permit.
+  auto st = owner.peer.call({{"id", 1}, {"op", "status"}});
+  CAF_REQUIRE_EQUAL(st["pools"].size(), 1u);
+  CAF_CHECK_EQUAL(st["pools"][0]["running"][0]["holder"], "via-joined");
+  stop(joined);
+  CAF_CHECK_EQUAL(read_file(endpoint), before);
+  owner.close_input();
+  CAF_CHECK_EQUAL(owner.wait(), 0);
+}

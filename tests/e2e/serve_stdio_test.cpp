@@ -55,7 +55,7 @@ CAF_TEST(hello answers the version the protocol and the effective pool config) {
   SERVE(R"({"maxParallel": 3, "mode": "global"})");
   auto r = srv.peer.call({{"id", 1}, {"op", "hello"}});
   CAF_CHECK_EQUAL(r["ok"], true);
-  CAF_CHECK_EQUAL(r["protocol"], 1);
+  CAF_CHECK_EQUAL(r["protocol"], 2);
   CAF_CHECK(r["version"].is_string()
             && !r["version"].get<std::string>().empty());
   auto cfg = r["config"];

@@ -59,7 +59,8 @@ CAF_TEST(prepare link and complete through the gate with a failing then
   auto& peer = srv->peer;
   auto hello = peer.call({{"id", 1}, {"op", "hello"}});
   CAF_CHECK_EQUAL(hello["protocol"], 2);
-  CAF_CHECK_EQUAL(peer.call({{"id", 2}, {"op", "subscribe"}})["ok"], true);
+  auto subscribed = peer.call({{"id", 2}, {"op", "subscribe"}});
+  CAF_CHECK_EQUAL(subscribed["subscribed"], true);
 
   // The contract: write under src/ only; done when src/ok.txt exists.
   auto prepared = peer.call({{"id", 3},
@@ -173,6 +174,68 @@ CAF_TEST(prepare link and complete through the gate with a failing then
   CAF_REQUIRE_EQUAL(status["tasks"].size(), 1u);
   CAF_CHECK_EQUAL(status["tasks"][0]["state"], "done");
   CAF_CHECK_EQUAL(status["tasks"][0]["result"], "added the feature");
+}
+
+CAF_TEST(outside a repository the control plane is unavailable and the pool
+           still serves) {
+  serve_process srv{TASKFORCE_BINARY, {"serve", "--stdio"},
+                    dir.path().string()};
+  auto r = srv.peer.call({{"id", 1},
+                          {"op", "bg.prepare"},
+                          {"title", "t"},
+                          {"agent", "a"},
+                          {"prompt", "p"}});
+  CAF_CHECK_EQUAL(r["ok"], false);
+  CAF_CHECK_EQUAL(r["error"]["code"], "unavailable");
+  CAF_CHECK_NOT_EQUAL(r["error"]["message"].get<std::string>().find(
+                        "needs a repository"),
+                      std::string::npos);
+  auto status = srv.peer.call({{"id", 2}, {"op", "status"}});
+  CAF_CHECK_EQUAL(status["ok"], true);
+  CAF_CHECK(!std::filesystem::exists(dir.path() / ".taskforce"));
+}
+
+CAF_TEST(a bad field or a misspelt op is a bad request naming it) {
+  auto srv = serve();
+  auto& peer = srv->peer;
+  auto misspelt = peer.call({{"id", 1}, {"op", "bg.prepar"}});
+  CAF_CHECK_EQUAL(misspelt["error"]["code"], "bad_request");
+  CAF_CHECK_EQUAL(misspelt["error"]["message"],
+                  "unknown op \"bg.prepar\" (did you mean \"bg.prepare\"?)");
+  auto no_title = peer.call(
+    {{"id", 2}, {"op", "bg.prepare"}, {"agent", "a"}, {"prompt", "p"}});
+  CAF_CHECK_EQUAL(no_title["error"]["code"], "bad_request");
+  CAF_CHECK_EQUAL(no_title["error"]["message"], "missing field \"title\"");
+  auto bad_roots = peer.call({{"id", 3},
+                              {"op", "bg.prepare"},
+                              {"title", "t"},
+                              {"agent", "a"},
+                              {"prompt", "p"},
+                              {"roots", "src"}});
+  CAF_CHECK_EQUAL(bad_roots["error"]["code"], "bad_request");
+  // A root through .git or outside is refused and leaves nothing behind.
+  auto into_git = peer.call({{"id", 4},
+                             {"op", "bg.prepare"},
+                             {"title", "t"},
+                             {"agent", "a"},
+                             {"prompt", "p"},
+                             {"roots", {".git/hooks"}}});
+  CAF_CHECK_EQUAL(into_git["error"]["code"], "bad_request");
+  auto status = peer.call({{"id", 5}, {"op", "bg.status"}});
+  CAF_CHECK(status["tasks"].empty());
+  // Numbers a double cannot hold, or past 2^53, are refused as such.
+  peer.send_line(
+    R"({"id":6,"op":"monitor.read","monitor":"mon-1","offset":1e400})");
+  auto out_of_range = peer.next();
+  CAF_CHECK_EQUAL(out_of_range["error"]["code"], "bad_request");
+  auto past = peer.call({{"id", 7},
+                         {"op", "monitor.read"},
+                         {"monitor", "mon-1"},
+                         {"offset", 9007199254740993ull}});
+  CAF_CHECK_EQUAL(past["error"]["code"], "bad_request");
+  CAF_CHECK_NOT_EQUAL(past["error"]["message"].get<std::string>().find(
+                        "\"offset\""),
+                      std::string::npos);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
