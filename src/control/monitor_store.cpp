@@ -464,6 +464,7 @@ std::string to_json(const monitor_view& m) {
   j["state"] = to_string(r.state);
   j["exit_code"] = r.exit_code ? json(*r.exit_code) : json(nullptr);
   j["pid"] = r.pid ? json(*r.pid) : json(nullptr);
+  j["owner"] = r.owner;
   j["live"] = m.live;
   j["ready"] = m.ready;
   j["log_file"] = m.log_file;

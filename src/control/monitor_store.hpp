@@ -136,7 +136,7 @@ struct monitor_view {
 
 /// The protocol's JSON object of a monitor: id, command, cwd,
 /// wake_pattern, timeout_ms, session, state, exit_code, pid (null when
-/// unknown), live, ready, log_file, reason, created_ms, updated_ms.
+/// unknown), owner, live, ready, log_file, reason, created_ms, updated_ms.
 std::string to_json(const monitor_view& m);
 
 /// A monitor to create (validated by the caller: see check_monitor_spec).

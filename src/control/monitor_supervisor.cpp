@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "src/control/error.hpp"
+#include "src/proc/mark.hpp"
 #include "src/proc/run.hpp"
 #include "src/store/ledger.hpp"
 
@@ -63,8 +64,16 @@ pid_t spawn_supervisor(const std::string& program, const monitor_place& place,
   posix_spawnattr_setsigdefault(&at, &defaults);
   posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK
                                   | POSIX_SPAWN_SETSIGDEF);
+  // Without the mark of a run this command may be part of: the supervisor
+  // is meant to outlive it, and is not that run's leftover.
+  std::vector<char*> env;
+  for (char** e = environ; *e != nullptr; ++e)
+    if (std::strncmp(*e, proc::mark_entry, std::strlen(proc::mark_entry)) != 0)
+      env.push_back(*e);
+  env.push_back(nullptr);
   pid_t pid = -1;
-  int rc = posix_spawn(&pid, program.c_str(), &fa, &at, argv.data(), environ);
+  int rc
+    = posix_spawn(&pid, program.c_str(), &fa, &at, argv.data(), env.data());
   posix_spawn_file_actions_destroy(&fa);
   posix_spawnattr_destroy(&at);
   if (rc != 0)
@@ -139,6 +148,9 @@ int supervise(const monitor_place& place, const std::string& id,
     kill_asked = true;
     cancel.kill();
   }).detach();
+  // The lock is this process's alone: what it runs must not keep it (nor
+  // the monitor looking live) after this process is gone.
+  ::fcntl(lock_fd, F_SETFD, ::fcntl(lock_fd, F_GETFD) | FD_CLOEXEC);
   owner_lock::write_pid(lock_fd, ::getpid());
   auto db = open_ledger(place);
   monitor_store store{db, place.repository};
