@@ -10,6 +10,7 @@
 #include "src/cli/cli.hpp"
 #include "src/control/error.hpp"
 #include "src/control/monitor_supervisor.hpp"
+#include "src/git/repository.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/store/ledger.hpp"
 
@@ -115,6 +116,12 @@ int monitor_run(const std::vector<std::string>& argv,
     place.repository, command, parsed.value("--cwd"),
     parsed.value("--wake-pattern"), count_option(parsed, "--timeout-ms", 0),
     parsed.value("--session"));
+  {
+    // The monitor's files appear under .taskforce/: never as untracked
+    // changes of the repository.
+    auto repo = git::open(place.repository);
+    git::ensure_excluded(repo, "/.taskforce/");
+  }
   auto started = control::start_supervised(place, m, cfg.control.max_monitors,
                                            own_program());
   print(monitor_json(started));

@@ -79,6 +79,8 @@ CAF_TEST(a monitor wakes on its pattern and kill ends its process) {
   CAF_CHECK(!alive(pid));
   CAF_CHECK_EQUAL(field(s.tf({"monitor", "status", "mon-1"}), {"live"}),
                   "false");
+  // Its files are no untracked changes of the repository.
+  CAF_CHECK_EQUAL(git_ok(s.root, {"status", "--porcelain"}), "");
 }
 
 CAF_TEST(an exit code and both streams are kept and a wait says exit) {
