@@ -88,6 +88,7 @@ caf::error io_failure(const std::exception& e) {
 }
 
 monitor_info monitors_state::info_of(const control::monitor_row& row) const {
+  auto v = store->view(row, setup.owner);
   monitor_info m;
   m.id = row.id;
   m.command = row.command;
@@ -98,10 +99,10 @@ monitor_info monitors_state::info_of(const control::monitor_row& row) const {
   m.state = control::to_string(row.state);
   m.exit_code = row.exit_code.value_or(-1);
   m.pid = row.pid.value_or(-1);
-  m.live = store->is_live(row, setup.owner);
-  m.ready = store->is_ready(row.id);
-  m.log_file = control::monitor_log_file(setup.repository, row.id).string();
-  m.reason = store->reason_of(row.id);
+  m.live = v.live;
+  m.ready = v.ready;
+  m.log_file = std::move(v.log_file);
+  m.reason = std::move(v.reason);
   m.created_ms = row.created_ms;
   m.updated_ms = row.updated_ms;
   return m;
