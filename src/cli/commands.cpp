@@ -45,6 +45,8 @@ int run_serve_command(const std::vector<std::string>&, const global_options&);
 extern const char* serve_help;
 int run_bg_command(const std::vector<std::string>&, const global_options&);
 extern const char* bg_help;
+int run_monitor_command(const std::vector<std::string>&, const global_options&);
+extern const char* monitor_help;
 int run_scripted_worker_command(const std::vector<std::string>&,
                                 const global_options&);
 extern const char* scripted_worker_help;
@@ -93,6 +95,8 @@ const std::vector<command>& commands() {
      run_serve_command},
     {"bg", "managed background work: prepare, link, complete… (JSON)",
      bg_help, run_bg_command},
+    {"monitor", "monitored processes: run, status, read, wait, kill",
+     monitor_help, run_monitor_command},
     // Hidden (empty summary): the worker process of the `scripted` backend.
     {"scripted-worker", "", scripted_worker_help,
      run_scripted_worker_command},
