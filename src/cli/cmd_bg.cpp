@@ -16,6 +16,7 @@
 #include "src/control/error.hpp"
 #include "src/control/service.hpp"
 #include "src/control/wire.hpp"
+#include "src/git/repository.hpp"
 #include "src/net/endpoint.hpp"
 #include "src/protocol/fields.hpp"
 #include "src/store/ledger.hpp"
@@ -322,6 +323,12 @@ outcome of_reply(const control::service_reply& reply) {
 /// The request handled on the ledger by this process.
 outcome directly(const fs::path& top, const config& cfg,
                  const control::control_request& req) {
+  {
+    // The ledger and the validation logs live under .taskforce/: never
+    // untracked changes of the repository.
+    auto repo = git::open(top);
+    git::ensure_excluded(repo, "/.taskforce/");
+  }
   control::bg_service service(top, cfg.control);
   auto reply = service.handle(req, store::wall_clock_ms());
   if (reply.validate) {
