@@ -18,9 +18,9 @@
 //   matches ("ready"), or when the wait's own time runs out ("timeout"),
 //   whichever comes first; a timer carries a generation number, so a stale
 //   one is ignored.
-// - kill stops the whole process group (SIGTERM, then SIGKILL after the
-//   grace period; descendants that left the group too) and answers once
-//   the end is recorded.
+// - kill stops the whole process group at once (SIGKILL; descendants that
+//   left the group die with the run) and answers once the end is recorded.
+//   A time limit sends SIGTERM first, then SIGKILL after `kill_grace`.
 // - Subscribers get a monitor_event for every change ("changed") and the
 //   first match of the wake pattern ("ready"). After shutdown (exit
 //   message), no event goes out and every process is killed.

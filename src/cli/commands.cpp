@@ -43,6 +43,8 @@ int run_demo_command(const std::vector<std::string>&, const global_options&);
 extern const char* demo_help;
 int run_serve_command(const std::vector<std::string>&, const global_options&);
 extern const char* serve_help;
+int run_monitor_command(const std::vector<std::string>&, const global_options&);
+extern const char* monitor_help;
 int run_scripted_worker_command(const std::vector<std::string>&,
                                 const global_options&);
 extern const char* scripted_worker_help;
@@ -89,6 +91,8 @@ const std::vector<command>& commands() {
      demo_help, run_demo_command},
     {"serve", "serve the pool over JSON lines (stdio or TCP)", serve_help,
      run_serve_command},
+    {"monitor", "monitored processes: run, status, read, wait, kill",
+     monitor_help, run_monitor_command},
     // Hidden (empty summary): the worker process of the `scripted` backend.
     {"scripted-worker", "", scripted_worker_help,
      run_scripted_worker_command},

@@ -201,9 +201,10 @@ class output_sink {
   /// Keeps at least `keep_bytes` (for last()); the result gets the last
   /// `tail_bytes`.
   output_sink(int log_fd, size_t head_bytes, size_t tail_bytes,
-              size_t keep_bytes)
+              size_t keep_bytes,
+              const std::function<void(std::string_view)>& on_data)
     : log_fd_(log_fd), head_bytes_(head_bytes), tail_bytes_(tail_bytes),
-      keep_bytes_(std::max(tail_bytes, keep_bytes)) {}
+      keep_bytes_(std::max(tail_bytes, keep_bytes)), on_data_(on_data) {}
 
   void add(const char* data, size_t size) {
     total_ += size;
@@ -218,6 +219,14 @@ class output_sink {
         if (n <= 0)
           break; // a full disk loses log lines, never the run
         done += static_cast<size_t>(n);
+      }
+    }
+    // After the log: what the hook reacts to is already readable there. A
+    // hook that throws misses that piece, the run goes on.
+    if (on_data_) {
+      try {
+        on_data_(std::string_view{data, size});
+      } catch (...) {
       }
     }
     if (keep_bytes_ == 0)
@@ -245,6 +254,7 @@ class output_sink {
   size_t head_bytes_;
   size_t tail_bytes_;
   size_t keep_bytes_;
+  const std::function<void(std::string_view)>& on_data_;
   size_t total_ = 0;
   std::string head_;
   std::string tail_;
@@ -394,7 +404,7 @@ run_result run(const run_options& opts) {
   }
   pid_fd = open_pidfd(c.pid);
   output_sink sink{log_fd, opts.head_bytes, opts.tail_bytes,
-                   opts.on_output ? opts.output_bytes : 0};
+                   opts.on_output ? opts.output_bytes : 0, opts.on_data};
   std::optional<clock_type::time_point> next_output;
   std::optional<clock_type::time_point> timeout_at;
   if (opts.timeout.count() > 0)

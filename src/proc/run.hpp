@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -92,6 +93,10 @@ struct run_options {
   std::chrono::milliseconds output_interval{1000};
   /// How much of the output's end on_output gets.
   size_t output_bytes = 4096;
+  /// Called on the run's thread with every piece of output as it is read,
+  /// in order, nothing skipped (a wake pattern searched in the stream);
+  /// empty = never. Keep it quick: the output waits meanwhile.
+  std::function<void(std::string_view)> on_data;
   /// The start of the mark every process of the run carries (in the
   /// environment, with a unique suffix), e.g. "<run>/<task>/":
   /// kill_leftovers(label) finds them.

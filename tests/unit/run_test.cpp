@@ -410,3 +410,34 @@ CAF_TEST(output progress is bounded in size and rate and the head is kept) {
   // The final tail is the run's, whatever progress showed.
   CAF_CHECK(r.tail.find("chunk 6") != std::string::npos);
 }
+
+CAF_TEST(every piece of output reaches the data hook in order and whole) {
+  test::temp_dir dir;
+  auto o = sh("i=0; while [ $i -lt 3000 ]; do echo line$i; i=$((i+1)); done; "
+              "head -c 200000 /dev/zero | tr '\\0' x; echo");
+  o.log_file = (dir.path() / "stream.log").string();
+  o.tail_bytes = 16;
+  o.output_interval = std::chrono::hours(1);
+  std::string streamed;
+  size_t pieces = 0;
+  o.on_data = [&](std::string_view piece) {
+    streamed.append(piece);
+    ++pieces;
+  };
+  auto r = run(o);
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  CAF_CHECK_GREATER(pieces, 1u);
+  // Nothing skipped, however the rate limit of on_output is set.
+  CAF_CHECK_EQUAL(streamed.size(), test::read_file(o.log_file).size());
+  CAF_CHECK(streamed == test::read_file(o.log_file));
+}
+
+CAF_TEST(a data hook that throws loses its piece and never the run) {
+  auto o = sh("echo one; sleep 0.05; echo two; exit 4");
+  o.on_data = [](std::string_view) {
+    throw std::runtime_error("hook broke");
+  };
+  auto r = run(o);
+  CAF_CHECK_EQUAL(r.exit_code, 4);
+  CAF_CHECK(r.tail.find("two") != std::string::npos);
+}
