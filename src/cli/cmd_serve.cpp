@@ -15,6 +15,7 @@
 
 #include "actors/bridge.hpp"
 #include "actors/control_plane.hpp"
+#include "actors/monitor.hpp"
 #include "actors/gate.hpp"
 #include "actors/pool.hpp"
 #include "actors/runtime_config.hpp"
@@ -22,6 +23,9 @@
 #include "actors/tcp_transport.hpp"
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
+#include "src/control/monitor_store.hpp"
+#include "src/run/run_setup.hpp"
+#include "src/store/ledger.hpp"
 #include "src/net/endpoint.hpp"
 #include "src/net/listen_address.hpp"
 #include "src/net/secret.hpp"
@@ -350,10 +354,20 @@ int run_serve_command(const std::vector<std::string>& argv_in,
     control_plane_actor control;
     auto top
       = opts.repo.empty() ? find_repository("") : find_repository(opts.repo);
+    monitors_actor monitors;
     if (top) {
+      monitors_setup watch;
+      watch.repository = *top;
+      watch.ledger = run::state_dir(*top) / store::ledger_file_name;
+      watch.owner = control::new_owner_id("server");
+      watch.max_monitors = cfg.control.max_monitors;
+      watch.max_output_bytes = cfg.control.max_output_bytes;
+      fs::create_directories(watch.ledger.parent_path());
+      monitors = spawn_monitors(sys, std::move(watch));
       control_plane_setup setup;
       setup.repository = *top;
       setup.config = cfg.control;
+      setup.monitors = monitors;
       control = spawn_control_plane(sys, std::move(setup));
     }
     // Bind everything first, then tell the world where (the file, then
@@ -414,6 +428,8 @@ int run_serve_command(const std::vector<std::string>& argv_in,
         self->send_exit(gate, caf::exit_reason::user_shutdown);
       if (control)
         self->send_exit(control, caf::exit_reason::user_shutdown);
+      if (monitors)
+        self->send_exit(monitors, caf::exit_reason::user_shutdown);
       stop_pool(self, pool, owned);
       throw;
     }
@@ -433,6 +449,8 @@ int run_serve_command(const std::vector<std::string>& argv_in,
       caf::anon_send_exit(gate, caf::exit_reason::user_shutdown);
     if (control)
       caf::anon_send_exit(control, caf::exit_reason::user_shutdown);
+    if (monitors)
+      caf::anon_send_exit(monitors, caf::exit_reason::user_shutdown);
   }
   return result;
 }

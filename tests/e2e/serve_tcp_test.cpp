@@ -69,7 +69,7 @@ CAF_TEST(port 0 binds a free loopback port and hello answers over TCP) {
   tcp_peer a{port, token};
   auto r = a.peer.call({{"id", 1}, {"op", "hello"}});
   CAF_CHECK_EQUAL(r["ok"], true);
-  CAF_CHECK_EQUAL(r["protocol"], 1);
+  CAF_CHECK_EQUAL(r["protocol"], 2);
   CAF_CHECK_EQUAL(r["config"]["maxParallel"], 4);
   tcp_peer b{port, token};
   auto again = b.peer.call({{"id", "x"}, {"op", "hello"}});

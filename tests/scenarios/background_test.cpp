@@ -5,6 +5,8 @@
 #define CAF_SUITE scenarios.background
 #include <caf/test/unit_test.hpp>
 
+#include <signal.h>
+
 #include <string>
 #include <vector>
 
@@ -174,6 +176,54 @@ CAF_TEST(prepare link and complete through the gate with a failing then
   CAF_REQUIRE_EQUAL(status["tasks"].size(), 1u);
   CAF_CHECK_EQUAL(status["tasks"][0]["state"], "done");
   CAF_CHECK_EQUAL(status["tasks"][0]["result"], "added the feature");
+}
+
+CAF_TEST(a monitor through the protocol wakes on its pattern and is killed
+           with its group) {
+  auto srv = serve(R"({"maxMonitors": 1, "maxOutputBytes": 64})");
+  auto& peer = srv->peer;
+  auto subscribed = peer.call({{"id", 1}, {"op", "subscribe"}});
+  CAF_CHECK_EQUAL(subscribed["subscribed"], true);
+  auto started = peer.call({{"id", 2},
+                            {"op", "monitor.run"},
+                            {"command", "echo booting; echo ready now; "
+                                        "sleep 300"},
+                            {"wake_pattern", "ready now"}});
+  CAF_REQUIRE_EQUAL(started["ok"], true);
+  auto id = started["monitor"]["id"].get<std::string>();
+  CAF_CHECK_EQUAL(started["monitor"]["state"], "running");
+  // The limit: a second live monitor is refused.
+  auto second = peer.call({{"id", 3}, {"op", "monitor.run"},
+                           {"command", "true"}});
+  CAF_CHECK_EQUAL(second["error"]["code"], "limit");
+  auto woke = peer.call({{"id", 4},
+                         {"op", "monitor.wait"},
+                         {"monitor", id},
+                         {"timeout_ms", 30000}},
+                        40s);
+  CAF_CHECK_EQUAL(woke["reason"], "ready");
+  auto read = peer.call({{"id", 5}, {"op", "monitor.read"}, {"monitor", id}});
+  CAF_CHECK_NOT_EQUAL(read["output"].get<std::string>().find("ready now"),
+                      std::string::npos);
+  auto killed = peer.call({{"id", 6}, {"op", "monitor.kill"},
+                           {"monitor", id}},
+                          30s);
+  CAF_CHECK_EQUAL(killed["monitor"]["state"], "killed");
+  auto pid = killed["monitor"]["pid"].get<int>();
+  CAF_CHECK(eventually([&] { return ::kill(pid, 0) != 0; }));
+  // Subscribers heard about it.
+  for (;;) {
+    auto line = peer.next();
+    if (line.value("event", "") == "monitor.changed"
+        && line["monitor"]["state"] == "killed")
+      break;
+  }
+  // A cwd out of the repository is refused.
+  auto outside = peer.call({{"id", 7},
+                            {"op", "monitor.run"},
+                            {"command", "true"},
+                            {"cwd", "../"}});
+  CAF_CHECK_EQUAL(outside["error"]["code"], "bad_request");
 }
 
 CAF_TEST(outside a repository the control plane is unavailable and the pool
