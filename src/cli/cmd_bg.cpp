@@ -13,6 +13,7 @@
 
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
+#include "src/cli/server_call.hpp"
 #include "src/control/error.hpp"
 #include "src/control/service.hpp"
 #include "src/control/wire.hpp"
@@ -282,33 +283,15 @@ std::optional<outcome> via_server(const fs::path& top, control::control_op op,
   auto patience = op == control::control_op::bg_complete
                     ? std::chrono::milliseconds(completion_patience)
                     : server_patience;
-  auto line = req;
-  line["op"] = control::to_string(op);
-  std::string response;
-  try {
-    response
-      = net::request_once(net::endpoint_file(top), line.dump(), patience);
-  } catch (const net::endpoint_error& e) {
-    if (e.code() == net::endpoint_errc::no_server)
-      return std::nullopt;
-    // Nothing is done on the ledger behind a server's back.
-    return refused("unavailable", e.what());
-  }
-  auto answer = ordered::parse(response, nullptr, false);
-  if (!answer.is_object())
-    return refused("unavailable",
-                   "the server's answer is not a JSON object: " + response);
-  if (answer.value("ok", false)) {
-    answer.erase("id");
-    answer.erase("ok");
-    outcome o;
-    o.ok = true;
-    o.fields = std::move(answer);
-    return o;
-  }
-  auto error = answer.value("error", ordered::object());
-  return refused(error.value("code", "unavailable"),
-                 error.value("message", "the server refused: " + response));
+  auto answer = ask_server(top, op, req, patience);
+  if (!answer)
+    return std::nullopt;
+  if (!answer->ok)
+    return refused(answer->code, answer->message);
+  outcome o;
+  o.ok = true;
+  o.fields = ordered::parse(answer->fields);
+  return o;
 }
 
 outcome of_reply(const control::service_reply& reply) {

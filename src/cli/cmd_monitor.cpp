@@ -3,11 +3,14 @@
 // process to a detached supervisor (the hidden `monitor supervise`).
 #include <unistd.h>
 
+#include <chrono>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
+#include "src/cli/server_call.hpp"
 #include "src/control/error.hpp"
 #include "src/control/monitor_supervisor.hpp"
 #include "src/git/repository.hpp"
@@ -124,7 +127,7 @@ int monitor_run(const std::vector<std::string>& argv,
   }
   auto started = control::start_supervised(place, m, cfg.control.max_monitors,
                                            own_program());
-  print(monitor_json(started));
+  print({{"monitor", monitor_json(started)}});
   return exit_ok;
 }
 
@@ -139,7 +142,8 @@ int monitor_status(const std::vector<std::string>& argv,
     print({{"monitors", all}});
     return exit_ok;
   }
-  print(monitor_json(control::monitor_status(place, the_id(parsed, "status"))));
+  print({{"monitor", monitor_json(control::monitor_status(
+                        place, the_id(parsed, "status")))}});
   return exit_ok;
 }
 
@@ -155,11 +159,11 @@ int monitor_read(const std::vector<std::string>& argv,
   auto piece
     = control::read_log(m.log_file, count_option(parsed, "--offset", 0),
                         std::min(max, cap), control::ended(m.row.state));
-  print({{"monitor", monitor_json(m)},
+  print({{"monitor", id},
          {"offset", piece.offset},
          {"next_offset", piece.next_offset},
          {"size", piece.size},
-         {"data", piece.data},
+         {"output", piece.data},
          {"eof", piece.eof}});
   return exit_ok;
 }
@@ -179,7 +183,80 @@ int monitor_kill(const std::vector<std::string>& argv,
                  const global_options& opts) {
   args parsed(argv, {}, {"--json"});
   auto id = the_id(parsed, "kill");
-  print(monitor_json(control::monitor_kill(place_of(opts), id)));
+  print({{"monitor", monitor_json(control::monitor_kill(place_of(opts), id))}});
+  return exit_ok;
+}
+
+/// A monitor command sent to the repository's running server, which owns
+/// the monitors it starts: its answer printed and the exit status chosen;
+/// nullopt when no server runs (or for a monitor the server does not
+/// watch: one of a supervisor, which the command then handles itself).
+std::optional<int> via_server(const std::string& verb,
+                              const std::vector<std::string>& argv,
+                              const global_options& opts) {
+  using control::control_op;
+  nlohmann::json req;
+  control_op op;
+  auto patience = std::chrono::milliseconds(30000);
+  if (verb == "run") {
+    args parsed(argv, {"--cwd", "--wake-pattern", "--timeout-ms", "--session"},
+                {});
+    std::string command;
+    auto& words = parsed.positionals();
+    for (size_t i = 1; i < words.size(); ++i)
+      command += (i > 1 ? " " : "") + words[i];
+    op = control_op::monitor_run;
+    req["command"] = command;
+    for (auto [option, field] :
+         {std::pair{"--cwd", "cwd"}, std::pair{"--wake-pattern", "wake_pattern"},
+          std::pair{"--session", "session"}})
+      if (parsed.has(option))
+        req[field] = parsed.value(option);
+    req["timeout_ms"] = count_option(parsed, "--timeout-ms", 0);
+  } else if (verb == "status") {
+    args parsed(argv, {}, {"--json"});
+    op = control_op::monitor_status;
+    if (parsed.positionals().size() > 1)
+      req["monitor"] = the_id(parsed, "status");
+  } else if (verb == "read") {
+    args parsed(argv, {"--offset", "--max"}, {"--json"});
+    op = control_op::monitor_read;
+    req["monitor"] = the_id(parsed, "read");
+    req["offset"] = count_option(parsed, "--offset", 0);
+    req["max_bytes"] = count_option(parsed, "--max", 0);
+  } else if (verb == "wait") {
+    args parsed(argv, {"--timeout-ms"}, {"--json"});
+    op = control_op::monitor_wait;
+    req["monitor"] = the_id(parsed, "wait");
+    auto timeout = count_option(parsed, "--timeout-ms", 30000);
+    req["timeout_ms"] = timeout;
+    patience += std::chrono::milliseconds(timeout);
+  } else if (verb == "kill") {
+    args parsed(argv, {}, {"--json"});
+    op = control_op::monitor_kill;
+    req["monitor"] = the_id(parsed, "kill");
+  } else {
+    return std::nullopt;
+  }
+  auto top = place_of(opts).repository;
+  auto answer = ask_server(top, op, req, patience);
+  if (!answer)
+    return std::nullopt;
+  if (!answer->ok) {
+    // A monitor of a supervisor is watched by its supervisor, not by the
+    // server: the command waits on it or kills it itself.
+    if (answer->code == "unavailable" && (verb == "wait" || verb == "kill")
+        && answer->message.find("run by another process") != std::string::npos)
+      return std::nullopt;
+    return refused(control::control_error(
+      answer->code == "bad_request"     ? control::control_errc::bad_request
+      : answer->code == "not_found"     ? control::control_errc::not_found
+      : answer->code == "limit"         ? control::control_errc::limit
+      : answer->code == "invalid_state" ? control::control_errc::invalid_state
+                                        : control::control_errc::unavailable,
+      answer->message));
+  }
+  std::cout << answer->fields << std::endl;
   return exit_ok;
 }
 
@@ -203,6 +280,8 @@ int run_monitor_command(const std::vector<std::string>& argv,
                       "kill (see taskforce monitor --help)");
   auto& verb = argv[0];
   try {
+    if (auto answer = via_server(verb, argv, opts))
+      return *answer;
     if (verb == "run")
       return monitor_run(argv, opts);
     if (verb == "status")

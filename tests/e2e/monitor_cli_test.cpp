@@ -59,7 +59,7 @@ CAF_TEST(a monitor wakes on its pattern and kill ends its process) {
   auto r = s.tf({"monitor", "run", "--wake-pattern", "ready now", "--",
                  "echo starting; sleep 0.3; echo ready now; exec sleep 60"});
   CAF_REQUIRE_EQUAL(r.code, 0);
-  auto m = printed(r);
+  auto m = printed(r)["monitor"];
   CAF_CHECK_EQUAL(m["id"], "mon-1");
   CAF_CHECK_EQUAL(m["state"], "running");
   CAF_CHECK(m["live"].get<bool>());
@@ -69,15 +69,15 @@ CAF_TEST(a monitor wakes on its pattern and kill ends its process) {
   CAF_CHECK_EQUAL(w["reason"], "ready");
   CAF_CHECK_EQUAL(w["monitor"]["state"], "running");
   auto out = printed(s.tf({"monitor", "read", "mon-1"}));
-  CAF_CHECK(contains(out["data"].get<std::string>(), "ready now"));
+  CAF_CHECK(contains(out["output"].get<std::string>(), "ready now"));
   CAF_CHECK(!out["eof"].get<bool>());
   auto all = printed(s.tf({"monitor", "status"}));
   CAF_CHECK_EQUAL(all["monitors"].size(), 1u);
   auto k = s.tf({"monitor", "kill", "mon-1"});
   CAF_REQUIRE_EQUAL(k.code, 0);
-  CAF_CHECK_EQUAL(field(k, {"state"}), "killed");
+  CAF_CHECK_EQUAL(field(k, {"monitor", "state"}), "killed");
   CAF_CHECK(!alive(pid));
-  CAF_CHECK_EQUAL(field(s.tf({"monitor", "status", "mon-1"}), {"live"}),
+  CAF_CHECK_EQUAL(field(s.tf({"monitor", "status", "mon-1"}), {"monitor", "live"}),
                   "false");
   // Its files are no untracked changes of the repository.
   CAF_CHECK_EQUAL(git_ok(s.root, {"status", "--porcelain"}), "");
@@ -92,8 +92,8 @@ CAF_TEST(an exit code and both streams are kept and a wait says exit) {
   CAF_CHECK_EQUAL(w["monitor"]["state"], "done");
   CAF_CHECK_EQUAL(w["monitor"]["exit_code"], 7);
   auto out = printed(s.tf({"monitor", "read", "mon-1"}));
-  CAF_CHECK(contains(out["data"].get<std::string>(), "to-out"));
-  CAF_CHECK(contains(out["data"].get<std::string>(), "to-err"));
+  CAF_CHECK(contains(out["output"].get<std::string>(), "to-out"));
+  CAF_CHECK(contains(out["output"].get<std::string>(), "to-err"));
   CAF_CHECK(out["eof"].get<bool>());
 }
 
@@ -109,7 +109,7 @@ CAF_TEST(a wait without an event times out and a time limit ends it) {
   auto t = printed(s.tf({"monitor", "wait", "mon-2", "--timeout-ms", "50"}));
   CAF_CHECK_EQUAL(t["reason"], "timeout");
   CAF_CHECK_EQUAL(t["monitor"]["state"], "running");
-  CAF_CHECK_EQUAL(field(s.tf({"monitor", "kill", "mon-2"}), {"state"}),
+  CAF_CHECK_EQUAL(field(s.tf({"monitor", "kill", "mon-2"}), {"monitor", "state"}),
                   "killed");
 }
 
@@ -132,22 +132,22 @@ CAF_TEST(more monitors than the limit and bad input are refused) {
   CAF_CHECK_EQUAL(field(unknown, {"error", "code"}), "not_found");
   auto listed = printed(s.tf({"monitor", "status"}));
   CAF_CHECK_EQUAL(listed["monitors"].size(), 1u);
-  CAF_CHECK_EQUAL(field(s.tf({"monitor", "kill", "mon-1"}), {"state"}),
+  CAF_CHECK_EQUAL(field(s.tf({"monitor", "kill", "mon-1"}), {"monitor", "state"}),
                   "killed");
 }
 
 CAF_TEST(a monitor whose supervisor died is unavailable and cannot be killed) {
   scenario s;
-  auto m = printed(s.tf({"monitor", "run", "exec sleep 300"}));
+  auto m = printed(s.tf({"monitor", "run", "exec sleep 300"}))["monitor"];
   auto owner = m["owner"].get<std::string>();
   auto supervisor = control::owner_lock::pid_of(s.root, owner);
   CAF_REQUIRE_GREATER(supervisor, 0);
   ::kill(static_cast<pid_t>(supervisor), SIGKILL);
   CAF_REQUIRE(eventually([&] {
-    return field(s.tf({"monitor", "status", "mon-1"}), {"state"})
+    return field(s.tf({"monitor", "status", "mon-1"}), {"monitor", "state"})
            == "unavailable";
   }));
-  auto now = printed(s.tf({"monitor", "status", "mon-1"}));
+  auto now = printed(s.tf({"monitor", "status", "mon-1"}))["monitor"];
   CAF_CHECK(!now["live"].get<bool>());
   CAF_CHECK_EQUAL(now["log_file"],
                   (s.root / ".taskforce/logs/monitors/mon-1.log").string());
