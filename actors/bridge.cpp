@@ -494,8 +494,8 @@ void bridge_state::handle_line(const char* first, size_t size) {
       std::string line = "{\"id\":" + id
                          + ",\"ok\":true,\"version\":\"" TASKFORCE_VERSION
                            "\",\"protocol\":"
-                         + std::to_string(protocol_version) + ",\"config\":"
-                         + pool_config_json(config) + "}";
+                         + std::to_string(protocol_version)
+                         + ",\"config\":" + pool_config_json(config) + "}";
       answer(seq, std::move(line));
     } else if (op == "acquire") {
       acquire_request x;
@@ -585,8 +585,8 @@ void bridge_state::handle_line(const char* first, size_t size) {
           });
     } else if (op == "subscribe") {
       if (control)
-        self->request(control, reply_timeout, subscribe_atom_v,
-                      caf::actor{self})
+        self
+          ->request(control, reply_timeout, subscribe_atom_v, caf::actor{self})
           .then([](bool) {}, [](caf::error&) {});
       self->request(pool, reply_timeout, subscribe_atom::value, connection)
         .then(

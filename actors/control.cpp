@@ -237,7 +237,8 @@ void add_file(self_ptr self, promise_t p, std::string file) {
       });
 }
 
-control_actor::behavior_type control_behavior(self_ptr self, control_setup setup) {
+control_actor::behavior_type control_behavior(self_ptr self,
+                                              control_setup setup) {
   self->state.setup = std::move(setup);
   return {
     [self](steer_atom, std::string& line) -> caf::result<std::string> {

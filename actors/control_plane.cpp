@@ -30,13 +30,13 @@ json monitor_json(const monitor_info& m) {
     {"id", m.id},
     {"command", m.command},
     {"cwd", m.cwd},
-    {"wake_pattern", m.wake_pattern.empty() ? json(nullptr)
-                                            : json(m.wake_pattern)},
+    {"wake_pattern",
+     m.wake_pattern.empty() ? json(nullptr) : json(m.wake_pattern)},
     {"timeout_ms", m.timeout_ms},
     {"session", m.session.empty() ? json(nullptr) : json(m.session)},
     {"state", m.state},
-    {"exit_code", m.exit_code < 0 && m.state != "done" ? json(nullptr)
-                                                        : json(m.exit_code)},
+    {"exit_code",
+     m.exit_code < 0 && m.state != "done" ? json(nullptr) : json(m.exit_code)},
     {"pid", m.pid < 0 ? json(nullptr) : json(m.pid)},
     {"live", m.live},
     {"ready", m.ready},
@@ -71,8 +71,7 @@ control_answer refusal(caf::actor_system& sys, const caf::error& err) {
     std::string message = to_string(static_cast<control_errc>(err.code()));
     if (err.context().match_elements<std::string>())
       message = err.context().get_as<std::string>(0);
-    return refusal(to_string(static_cast<control_errc>(err.code())),
-                   message);
+    return refusal(to_string(static_cast<control_errc>(err.code())), message);
   }
   return refusal("unavailable",
                  "the monitors are not available (" + sys.render(err) + ")");
@@ -126,9 +125,9 @@ void start_validations(plane_ptr self, control::pending_validation pending,
   auto opts = pending.options;
   auto commands = pending.commands;
   opts.cancel = proc::cancel_handle{};
-  self->state.checks.emplace(ticket, control_plane_state::checking{
-                                       std::move(pending), std::move(promise),
-                                       opts.cancel});
+  self->state.checks.emplace(
+    ticket, control_plane_state::checking{std::move(pending),
+                                          std::move(promise), opts.cancel});
   self->system().spawn<caf::detached>(
     [plane = caf::actor_cast<caf::actor>(self), ticket, commands,
      opts](caf::event_based_actor* helper) {
@@ -143,8 +142,7 @@ void start_validations(plane_ptr self, control::pending_validation pending,
         done.results = control::validation_results_json(report);
       } catch (const std::exception& e) {
         done.passed = false;
-        done.reason = std::string{"the validations could not run: "}
-                      + e.what();
+        done.reason = std::string{"the validations could not run: "} + e.what();
         done.results = "[]";
       }
       helper->send(plane, std::move(done));
@@ -312,8 +310,8 @@ control_plane(plane_ptr self, std::shared_ptr<control::bg_service> service,
 control_plane_actor spawn_control_plane(caf::actor_system& sys,
                                         control_plane_setup setup) {
   // Opened here, so a ledger that cannot be opened fails the caller.
-  auto service = std::make_shared<control::bg_service>(setup.repository,
-                                                       setup.config);
+  auto service
+    = std::make_shared<control::bg_service>(setup.repository, setup.config);
   return sys.spawn<caf::detached>(control_plane, std::move(service),
                                   std::move(setup));
 }

@@ -51,7 +51,8 @@ struct validation_done {
   std::string results;
 };
 
-// -- inspection ----------------------------------------------------------------
+// -- inspection
+// ----------------------------------------------------------------
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, control_answer& x) {
@@ -74,12 +75,11 @@ namespace control {
 
 // Found by argument-dependent lookup, so it lives in the request's namespace.
 template<class Inspector>
-typename Inspector::result_type inspect(Inspector& f,
-                                        control_request& x) {
+typename Inspector::result_type inspect(Inspector& f, control_request& x) {
   return f(caf::meta::type_name("control_request"), x.op, x.title, x.agent,
-           x.prompt, x.session, x.roots, x.locks, x.deps, x.validations,
-           x.task, x.token, x.child_session, x.path, x.status, x.text,
-           x.files, x.sessions, x.monitor, x.command, x.cwd, x.wake_pattern,
+           x.prompt, x.session, x.roots, x.locks, x.deps, x.validations, x.task,
+           x.token, x.child_session, x.path, x.status, x.text, x.files,
+           x.sessions, x.monitor, x.command, x.cwd, x.wake_pattern,
            x.timeout_ms, x.offset, x.max_bytes);
 }
 

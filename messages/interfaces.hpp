@@ -163,8 +163,7 @@ using control_plane_actor = caf::typed_actor<
   /// From a bridge: one bg.* or monitor.* request, answered once the change
   /// is durable (bg.complete: once its validations ran; monitor.wait: when
   /// the monitor exits, matches or the wait times out).
-  caf::replies_to<control_atom, control::control_request>::with<
-    control_answer>,
+  caf::replies_to<control_atom, control::control_request>::with<control_answer>,
   /// From a bridge: every change from now on goes to it as (event_atom,
   /// control_event), until it goes down.
   caf::replies_to<subscribe_atom, caf::actor>::with<bool>,

@@ -5,8 +5,8 @@
 
 #include <chrono>
 #include <iostream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
@@ -143,7 +143,7 @@ int monitor_status(const std::vector<std::string>& argv,
     return exit_ok;
   }
   print({{"monitor", monitor_json(control::monitor_status(
-                        place, the_id(parsed, "status")))}});
+                       place, the_id(parsed, "status")))}});
   return exit_ok;
 }
 
@@ -207,9 +207,9 @@ std::optional<int> via_server(const std::string& verb,
       command += (i > 1 ? " " : "") + words[i];
     op = control_op::monitor_run;
     req["command"] = command;
-    for (auto [option, field] :
-         {std::pair{"--cwd", "cwd"}, std::pair{"--wake-pattern", "wake_pattern"},
-          std::pair{"--session", "session"}})
+    for (auto [option, field] : {std::pair{"--cwd", "cwd"},
+                                 std::pair{"--wake-pattern", "wake_pattern"},
+                                 std::pair{"--session", "session"}})
       if (parsed.has(option))
         req[field] = parsed.value(option);
     req["timeout_ms"] = count_option(parsed, "--timeout-ms", 0);

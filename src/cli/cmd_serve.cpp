@@ -15,8 +15,8 @@
 
 #include "actors/bridge.hpp"
 #include "actors/control_plane.hpp"
-#include "actors/monitor.hpp"
 #include "actors/gate.hpp"
+#include "actors/monitor.hpp"
 #include "actors/pool.hpp"
 #include "actors/runtime_config.hpp"
 #include "actors/stdio_transport.hpp"
@@ -24,11 +24,11 @@
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
 #include "src/control/monitor_store.hpp"
-#include "src/run/run_setup.hpp"
-#include "src/store/ledger.hpp"
 #include "src/net/endpoint.hpp"
 #include "src/net/listen_address.hpp"
 #include "src/net/secret.hpp"
+#include "src/run/run_setup.hpp"
+#include "src/store/ledger.hpp"
 
 namespace fs = std::filesystem;
 

@@ -34,9 +34,8 @@ std::optional<control_outcome> ask_server(const std::filesystem::path& top,
   }
   auto answer = ordered::parse(response, nullptr, false);
   if (!answer.is_object())
-    return refused_outcome("unavailable",
-                           "the server's answer is not a JSON object: "
-                             + response);
+    return refused_outcome(
+      "unavailable", "the server's answer is not a JSON object: " + response);
   if (answer.value("ok", false)) {
     answer.erase("id");
     answer.erase("ok");
@@ -46,9 +45,9 @@ std::optional<control_outcome> ask_server(const std::filesystem::path& top,
     return o;
   }
   auto error = answer.value("error", ordered::object());
-  return refused_outcome(error.value("code", "unavailable"),
-                         error.value("message",
-                                     "the server refused: " + response));
+  return refused_outcome(
+    error.value("code", "unavailable"),
+    error.value("message", "the server refused: " + response));
 }
 
 } // namespace taskforce::cli

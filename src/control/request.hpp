@@ -78,7 +78,8 @@ struct control_request {
   /// bg.reconcile: the child sessions the harness knows to be alive.
   std::vector<std::string> sessions;
 
-  // -- monitor.* ----------------------------------------------------------------
+  // -- monitor.*
+  // ----------------------------------------------------------------
   /// monitor.status (optional = all), read, wait, kill.
   std::string monitor;
   /// monitor.run: the shell command.

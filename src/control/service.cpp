@@ -53,9 +53,9 @@ json dispatch_json(const std::optional<dispatch>& d) {
   if (!d)
     return nullptr;
   return json{
-    {"task", d->task_id},       {"token", d->token},
+    {"task", d->task_id},         {"token", d->token},
     {"kind", to_string(d->kind)}, {"expires_ms", d->expires_ms},
-    {"title", d->title},        {"agent", d->agent},
+    {"title", d->title},          {"agent", d->agent},
     {"prompt", d->prompt},
   };
 }
@@ -112,12 +112,10 @@ struct bg_service::impl {
   bg_store bg;
 
   impl(const fs::path& repo_top, const control_config& config)
-    : top(repo_top),
-      cfg(config),
+    : top(repo_top), cfg(config),
       db(store::ledger::open(run::state_dir(repo_top)
                              / store::ledger_file_name)),
-      bg(db, repo_top) {
-  }
+      bg(db, repo_top) {}
 
   bg_limits limits() const {
     bg_limits l;
@@ -155,9 +153,9 @@ struct bg_service::impl {
       }
       case control_op::bg_link: {
         auto r = bg.link(req.token, req.child_session, now);
-        return answer({{"task", task_json(r.task)},
-                       {"abort_child", r.abort_child}},
-                      std::move(r.changes));
+        return answer(
+          {{"task", task_json(r.task)}, {"abort_child", r.abort_child}},
+          std::move(r.changes));
       }
       case control_op::bg_start: {
         std::optional<std::string> id;
@@ -185,15 +183,15 @@ struct bg_service::impl {
         return answer({{"tasks", tasks}, {"leases", leases}}, {});
       }
       case control_op::bg_may_write: {
-        auto v = bg.may_write(req.child_session, req.path,
-                              cfg.enforce_write_roots);
-        return answer({{"allowed", v.allowed},
-                       {"task", optional_json(v.task_id)},
-                       {"state", v.state ? json(to_string(*v.state))
-                                         : json(nullptr)},
-                       {"path", v.path},
-                       {"reason", v.reason}},
-                      {});
+        auto v
+          = bg.may_write(req.child_session, req.path, cfg.enforce_write_roots);
+        return answer(
+          {{"allowed", v.allowed},
+           {"task", optional_json(v.task_id)},
+           {"state", v.state ? json(to_string(*v.state)) : json(nullptr)},
+           {"path", v.path},
+           {"reason", v.reason}},
+          {});
       }
       case control_op::bg_complete: {
         completion_claim claim;
@@ -249,8 +247,7 @@ struct bg_service::impl {
 };
 
 bg_service::bg_service(const fs::path& repo_top, const control_config& cfg)
-  : impl_(std::make_unique<impl>(repo_top, cfg)) {
-}
+  : impl_(std::make_unique<impl>(repo_top, cfg)) {}
 
 bg_service::~bg_service() = default;
 
@@ -301,11 +298,11 @@ std::vector<bg_change> bg_service::recover(int64_t now_ms) {
 }
 
 std::string bg_service::event_fields(const bg_change& change) {
-  json fields{{"kind", change.kind},
-              {"from", change.from ? json(to_string(*change.from))
-                                   : json(nullptr)},
-              {"to", to_string(change.to)},
-              {"task", task_json(change.task)}};
+  json fields{
+    {"kind", change.kind},
+    {"from", change.from ? json(to_string(*change.from)) : json(nullptr)},
+    {"to", to_string(change.to)},
+    {"task", task_json(change.task)}};
   return fields.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 

@@ -14,10 +14,10 @@ using namespace protocol;
 namespace {
 
 constexpr std::array<const char*, 14> names{
-  "bg.prepare",     "bg.link",        "bg.start",     "bg.status",
-  "bg.may_write",   "bg.complete",    "bg.continue",  "bg.cancel",
-  "bg.reconcile",   "monitor.run",    "monitor.status", "monitor.read",
-  "monitor.wait",   "monitor.kill",
+  "bg.prepare",   "bg.link",      "bg.start",       "bg.status",
+  "bg.may_write", "bg.complete",  "bg.continue",    "bg.cancel",
+  "bg.reconcile", "monitor.run",  "monitor.status", "monitor.read",
+  "monitor.wait", "monitor.kill",
 };
 
 } // namespace
@@ -62,9 +62,7 @@ control_request decode_request(control_op op, const json& req) {
       x.child_session = need_string(req, "child_session");
       break;
     case control_op::bg_start:
-    case control_op::bg_status:
-      x.task = opt_string(req, "task");
-      break;
+    case control_op::bg_status: x.task = opt_string(req, "task"); break;
     case control_op::bg_may_write:
       x.child_session = need_string(req, "child_session");
       x.path = need_string(req, "path");
@@ -83,9 +81,7 @@ control_request decode_request(control_op op, const json& req) {
       x.task = need_string(req, "task");
       x.text = opt_text(req, "text");
       break;
-    case control_op::bg_cancel:
-      x.task = need_string(req, "task");
-      break;
+    case control_op::bg_cancel: x.task = need_string(req, "task"); break;
     case control_op::bg_reconcile: {
       auto i = req.find("sessions");
       if (i == req.end() || i->is_null())

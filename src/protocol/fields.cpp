@@ -93,8 +93,7 @@ std::vector<std::string> opt_strings(const json& req, const std::string& key) {
   return out;
 }
 
-uint64_t opt_count(const json& req, const std::string& key,
-                   uint64_t fallback) {
+uint64_t opt_count(const json& req, const std::string& key, uint64_t fallback) {
   auto i = req.find(key);
   if (i == req.end() || i->is_null())
     return fallback;

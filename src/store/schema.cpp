@@ -318,10 +318,9 @@ constexpr const char* tables_v3[]
   = {"runs", "tasks",      "attempts",   "events",         "run_files",
      "mail", "turn_usage", "co_changes", "co_change_tasks"};
 constexpr const char* tables_v4[]
-  = {"runs",       "tasks",           "attempts", "events",    "run_files",
-     "mail",       "turn_usage",      "co_changes", "co_change_tasks",
-     "bg_tasks",   "bg_deps",         "bg_leases",  "bg_baseline",
-     "bg_events",  "monitors"};
+  = {"runs",    "tasks",      "attempts",    "events",          "run_files",
+     "mail",    "turn_usage", "co_changes",  "co_change_tasks", "bg_tasks",
+     "bg_deps", "bg_leases",  "bg_baseline", "bg_events",       "monitors"};
 
 template<size_t N>
 std::string count_tables_sql(const char* const (&names)[N]) {

@@ -369,14 +369,15 @@ CAF_TEST(with a server running the command goes to the server) {
   auto pid = started.answer["monitor"]["pid"].get<int>();
   for (;;) {
     auto x = watcher.peer.next(10000ms);
-    if (x.value("event", "") == "monitor.changed"
-        && x["monitor"]["id"] == id)
+    if (x.value("event", "") == "monitor.changed" && x["monitor"]["id"] == id)
       break;
   }
   auto killed = monitor({"kill", id});
   CAF_CHECK_EQUAL(killed.code, 0);
   CAF_CHECK_EQUAL(killed.answer["monitor"]["state"], "killed");
-  CAF_CHECK(eventually([&] { return ::kill(pid, 0) != 0; }));
+  CAF_CHECK(eventually([&] {
+    return ::kill(pid, 0) != 0;
+  }));
   server.signal(SIGTERM);
   CAF_CHECK_EQUAL(server.wait(), 0);
   // The server gone, the command works on the ledger the server left.

@@ -77,8 +77,8 @@ CAF_TEST(a monitor wakes on its pattern and kill ends its process) {
   CAF_REQUIRE_EQUAL(k.code, 0);
   CAF_CHECK_EQUAL(field(k, {"monitor", "state"}), "killed");
   CAF_CHECK(!alive(pid));
-  CAF_CHECK_EQUAL(field(s.tf({"monitor", "status", "mon-1"}), {"monitor", "live"}),
-                  "false");
+  CAF_CHECK_EQUAL(
+    field(s.tf({"monitor", "status", "mon-1"}), {"monitor", "live"}), "false");
   // Its files are no untracked changes of the repository.
   CAF_CHECK_EQUAL(git_ok(s.root, {"status", "--porcelain"}), "");
 }
@@ -109,8 +109,8 @@ CAF_TEST(a wait without an event times out and a time limit ends it) {
   auto t = printed(s.tf({"monitor", "wait", "mon-2", "--timeout-ms", "50"}));
   CAF_CHECK_EQUAL(t["reason"], "timeout");
   CAF_CHECK_EQUAL(t["monitor"]["state"], "running");
-  CAF_CHECK_EQUAL(field(s.tf({"monitor", "kill", "mon-2"}), {"monitor", "state"}),
-                  "killed");
+  CAF_CHECK_EQUAL(
+    field(s.tf({"monitor", "kill", "mon-2"}), {"monitor", "state"}), "killed");
 }
 
 CAF_TEST(more monitors than the limit and bad input are refused) {
@@ -132,8 +132,8 @@ CAF_TEST(more monitors than the limit and bad input are refused) {
   CAF_CHECK_EQUAL(field(unknown, {"error", "code"}), "not_found");
   auto listed = printed(s.tf({"monitor", "status"}));
   CAF_CHECK_EQUAL(listed["monitors"].size(), 1u);
-  CAF_CHECK_EQUAL(field(s.tf({"monitor", "kill", "mon-1"}), {"monitor", "state"}),
-                  "killed");
+  CAF_CHECK_EQUAL(
+    field(s.tf({"monitor", "kill", "mon-1"}), {"monitor", "state"}), "killed");
 }
 
 CAF_TEST(a monitor whose supervisor died is unavailable and cannot be killed) {

@@ -258,8 +258,7 @@ class serve_process {
     proc::spawn_options o;
     // By default outside any repository: a server in one also serves its
     // control plane, in that repository's ledger.
-    o.cwd = cwd.empty() ? std::filesystem::temp_directory_path().string()
-                        : cwd;
+    o.cwd = cwd.empty() ? std::filesystem::temp_directory_path().string() : cwd;
     o.argv.push_back(binary);
     for (auto& a : args)
       o.argv.push_back(a);

@@ -45,8 +45,8 @@ json changed_to(protocol_peer& peer, const std::string& task,
                 const std::string& to) {
   for (;;) {
     auto line = peer.next();
-    if (line.value("event", "") == "bg.changed"
-        && line["task"]["id"] == task && line["to"] == to)
+    if (line.value("event", "") == "bg.changed" && line["task"]["id"] == task
+        && line["to"] == to)
       return line;
   }
 }
@@ -55,8 +55,8 @@ json changed_to(protocol_peer& peer, const std::string& task,
 
 CAF_TEST_FIXTURE_SCOPE(background_tests, fixture)
 
-CAF_TEST(prepare link and complete through the gate with a failing then
-           passing validation) {
+CAF_TEST(prepare link and complete through the gate with a failing then passing
+           validation) {
   auto srv = serve();
   auto& peer = srv->peer;
   auto hello = peer.call({{"id", 1}, {"op", "hello"}});
@@ -129,9 +129,9 @@ CAF_TEST(prepare link and complete through the gate with a failing then
                                 {"files", json::array()}});
   CAF_REQUIRE_EQUAL(short_claim["ok"], true);
   CAF_CHECK_EQUAL(short_claim["accepted"], false);
-  CAF_CHECK_NOT_EQUAL(short_claim["reason"].get<std::string>().find(
-                        "src/feature.txt"),
-                      std::string::npos);
+  CAF_CHECK_NOT_EQUAL(
+    short_claim["reason"].get<std::string>().find("src/feature.txt"),
+    std::string::npos);
   CAF_CHECK_EQUAL(short_claim["task"]["state"], "running");
 
   // The validation fails: src/ok.txt is missing.
@@ -178,8 +178,8 @@ CAF_TEST(prepare link and complete through the gate with a failing then
   CAF_CHECK_EQUAL(status["tasks"][0]["result"], "added the feature");
 }
 
-CAF_TEST(a monitor through the protocol wakes on its pattern and is killed
-           with its group) {
+CAF_TEST(a monitor through the protocol wakes on its pattern and is killed with
+           its group) {
   auto srv = serve(R"({"maxMonitors": 1, "maxOutputBytes": 64})");
   auto& peer = srv->peer;
   auto subscribed = peer.call({{"id", 1}, {"op", "subscribe"}});
@@ -193,24 +193,23 @@ CAF_TEST(a monitor through the protocol wakes on its pattern and is killed
   auto id = started["monitor"]["id"].get<std::string>();
   CAF_CHECK_EQUAL(started["monitor"]["state"], "running");
   // The limit: a second live monitor is refused.
-  auto second = peer.call({{"id", 3}, {"op", "monitor.run"},
-                           {"command", "true"}});
+  auto second
+    = peer.call({{"id", 3}, {"op", "monitor.run"}, {"command", "true"}});
   CAF_CHECK_EQUAL(second["error"]["code"], "limit");
-  auto woke = peer.call({{"id", 4},
-                         {"op", "monitor.wait"},
-                         {"monitor", id},
-                         {"timeout_ms", 30000}},
-                        40s);
+  auto woke = peer.call(
+    {{"id", 4}, {"op", "monitor.wait"}, {"monitor", id}, {"timeout_ms", 30000}},
+    40s);
   CAF_CHECK_EQUAL(woke["reason"], "ready");
   auto read = peer.call({{"id", 5}, {"op", "monitor.read"}, {"monitor", id}});
   CAF_CHECK_NOT_EQUAL(read["output"].get<std::string>().find("ready now"),
                       std::string::npos);
-  auto killed = peer.call({{"id", 6}, {"op", "monitor.kill"},
-                           {"monitor", id}},
-                          30s);
+  auto killed
+    = peer.call({{"id", 6}, {"op", "monitor.kill"}, {"monitor", id}}, 30s);
   CAF_CHECK_EQUAL(killed["monitor"]["state"], "killed");
   auto pid = killed["monitor"]["pid"].get<int>();
-  CAF_CHECK(eventually([&] { return ::kill(pid, 0) != 0; }));
+  CAF_CHECK(eventually([&] {
+    return ::kill(pid, 0) != 0;
+  }));
   // Subscribers heard about it.
   for (;;) {
     auto line = peer.next();
@@ -219,17 +218,15 @@ CAF_TEST(a monitor through the protocol wakes on its pattern and is killed
       break;
   }
   // A cwd out of the repository is refused.
-  auto outside = peer.call({{"id", 7},
-                            {"op", "monitor.run"},
-                            {"command", "true"},
-                            {"cwd", "../"}});
+  auto outside = peer.call(
+    {{"id", 7}, {"op", "monitor.run"}, {"command", "true"}, {"cwd", "../"}});
   CAF_CHECK_EQUAL(outside["error"]["code"], "bad_request");
 }
 
 CAF_TEST(outside a repository the control plane is unavailable and the pool
            still serves) {
-  serve_process srv{TASKFORCE_BINARY, {"serve", "--stdio"},
-                    dir.path().string()};
+  serve_process srv{
+    TASKFORCE_BINARY, {"serve", "--stdio"}, dir.path().string()};
   auto r = srv.peer.call({{"id", 1},
                           {"op", "bg.prepare"},
                           {"title", "t"},
@@ -237,9 +234,9 @@ CAF_TEST(outside a repository the control plane is unavailable and the pool
                           {"prompt", "p"}});
   CAF_CHECK_EQUAL(r["ok"], false);
   CAF_CHECK_EQUAL(r["error"]["code"], "unavailable");
-  CAF_CHECK_NOT_EQUAL(r["error"]["message"].get<std::string>().find(
-                        "needs a repository"),
-                      std::string::npos);
+  CAF_CHECK_NOT_EQUAL(
+    r["error"]["message"].get<std::string>().find("needs a repository"),
+    std::string::npos);
   auto status = srv.peer.call({{"id", 2}, {"op", "status"}});
   CAF_CHECK_EQUAL(status["ok"], true);
   CAF_CHECK(!std::filesystem::exists(dir.path() / ".taskforce"));
@@ -283,9 +280,9 @@ CAF_TEST(a bad field or a misspelt op is a bad request naming it) {
                          {"monitor", "mon-1"},
                          {"offset", 9007199254740993ull}});
   CAF_CHECK_EQUAL(past["error"]["code"], "bad_request");
-  CAF_CHECK_NOT_EQUAL(past["error"]["message"].get<std::string>().find(
-                        "\"offset\""),
-                      std::string::npos);
+  CAF_CHECK_NOT_EQUAL(
+    past["error"]["message"].get<std::string>().find("\"offset\""),
+    std::string::npos);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
