@@ -1,8 +1,7 @@
 // The pure core of managed background work, without a ledger: the state
 // table, write roots on a real folder tree (canonicalisation, conflicts,
 // physical containment, refusals), dependencies, the claim rule, contracts
-// and the baseline snapshot. BGA-nn names the behaviour of the
-// specification each test covers.
+// and the baseline snapshot.
 #define CAF_SUITE unit.bg_core
 #include <caf/test/unit_test.hpp>
 
@@ -125,7 +124,6 @@ CAF_TEST(slots are held by dispatched work only) {
 
 // --- roots -------------------------------------------------------------------
 
-// BGA-14
 CAF_TEST(roots are deduplicated and nested ones fold into their ancestor) {
   tree t;
   scope::physical_root repo{t.root};
@@ -143,7 +141,6 @@ CAF_TEST(roots are deduplicated and nested ones fold into their ancestor) {
                   (strings{"src", "src-x", "srcx/a"}));
 }
 
-// BGA-15
 CAF_TEST(a symlinked root is its target) {
   tree t;
   scope::physical_root repo{t.root};
@@ -156,7 +153,6 @@ CAF_TEST(a symlinked root is its target) {
                   "src/lib");
 }
 
-// BGA-16
 CAF_TEST(roots outside the repository or in its own folders are refused) {
   tree t;
   scope::physical_root repo{t.root};
@@ -190,7 +186,6 @@ CAF_TEST(roots outside the repository or in its own folders are refused) {
                      ".git"));
 }
 
-// BGA-17
 CAF_TEST(symlink aliases of.git and.taskforce are refused) {
   tree t;
   scope::physical_root repo{t.root};
@@ -204,7 +199,6 @@ CAF_TEST(symlink aliases of.git and.taskforce are refused) {
   }
 }
 
-// BGA-18
 CAF_TEST(containment is physical) {
   tree t;
   scope::physical_root repo{t.root};
@@ -228,7 +222,6 @@ CAF_TEST(containment is physical) {
 
 // --- dependencies ------------------------------------------------------------
 
-// BGA-02
 CAF_TEST(a dependency cycle is found) {
   CAF_CHECK(!find_cycle({{"b", {"a"}}, {"c", {"a", "b"}}}));
   auto cycle = find_cycle({{"a", {"b"}}, {"b", {"a"}}});
@@ -239,7 +232,6 @@ CAF_TEST(a dependency cycle is found) {
   CAF_CHECK(find_cycle({{"a", {"a"}}}));
 }
 
-// BGA-03
 CAF_TEST(a failed or cancelled prerequisite blocks with its name) {
   auto waiting = status_of({{"base", bg_state::running}});
   CAF_CHECK(!waiting.ready);
@@ -257,7 +249,6 @@ CAF_TEST(a failed or cancelled prerequisite blocks with its name) {
 
 // --- the claim rule ----------------------------------------------------------
 
-// BGA-04
 CAF_TEST(a root conflicts with its ancestors and descendants held by another) {
   std::vector<lease> held{{"base", lease_kind::root, "src"},
                           {"base", lease_kind::lock, "db"}};
@@ -274,7 +265,6 @@ CAF_TEST(a root conflicts with its ancestors and descendants held by another) {
   CAF_CHECK_EQUAL(lock->describe(), "lock db is held by base");
 }
 
-// BGA-10, BGA-11
 CAF_TEST(
   the oldest eligible goes first and a named one never takes an older one) {
   std::vector<candidate> queued{

@@ -1,7 +1,6 @@
 // The store of managed background tasks on a real ledger and a real folder
 // tree: contracts, one-use tokens, slots and leases, dependencies, the
 // completion gate's bookkeeping, cancels, restarts and run-task leases.
-// BGA-nn names the behaviour of the specification each test covers.
 #define CAF_SUITE unit.bg_store
 #include <caf/test/unit_test.hpp>
 
@@ -165,7 +164,6 @@ CAF_TEST(a refused contract leaves nothing behind) {
   CAF_CHECK_EQUAL(count("SELECT count(*) FROM bg_tasks"), 0);
 }
 
-// BGA-01
 CAF_TEST(state and events survive closing and reopening the ledger) {
   auto id = running(contract("a", {"src"}), "child-1");
   open();
@@ -184,7 +182,6 @@ CAF_TEST(state and events survive closing and reopening the ledger) {
   CAF_CHECK_EQUAL(bg->events(id).size(), 3u);
 }
 
-// BGA-05
 CAF_TEST(a token links once) {
   auto d = dispatched(contract("a", {"src"}));
   CAF_CHECK(contains(refusal(control_errc::not_found,
@@ -207,7 +204,6 @@ CAF_TEST(a token links once) {
                   std::optional<std::string>{"child-1"});
 }
 
-// BGA-05
 CAF_TEST(a token consumed by a before hook is consumed once) {
   auto d = dispatched(contract("a", {"src"}));
   auto consumed = bg->consume(d.token, t0 + 1);
@@ -236,7 +232,6 @@ CAF_TEST(a child session cannot be linked to two live tasks) {
   CAF_CHECK_EQUAL(task(d.task_id).state, bg_state::ready);
 }
 
-// BGA-07
 CAF_TEST(an expired token returns its task to the queue) {
   auto first = dispatched(contract("first", {"src"}));
   auto second = bg->prepare(contract("second", {"src/lib"}), limits, t0);
@@ -273,7 +268,6 @@ CAF_TEST(an expired token is refused before anything expires it) {
                   strings{"bg-1:state:queued"});
 }
 
-// BGA-08
 CAF_TEST(two stores on one fresh ledger both work) {
   auto other_db = store::ledger::open(ledger_path());
   bg_store other{other_db, repo};
@@ -289,7 +283,6 @@ CAF_TEST(two stores on one fresh ledger both work) {
 
 // --- slots, leases and dependencies ------------------------------------------
 
-// BGA-09
 CAF_TEST(one slot hands out one task at a time) {
   limits.max_concurrent = 1;
   auto first = dispatched(contract("first", {"src"}));
@@ -309,7 +302,6 @@ CAF_TEST(one slot hands out one task at a time) {
   CAF_CHECK_EQUAL(next.dispatch->task_id, second.task.id);
 }
 
-// BGA-10
 CAF_TEST(starting a named task never claims older work) {
   limits.max_concurrent = 1;
   auto busy = dispatched(contract("busy", {"src"}));
@@ -328,7 +320,6 @@ CAF_TEST(starting a named task never claims older work) {
              }).empty());
 }
 
-// BGA-11
 CAF_TEST(dependencies and overlapping roots hold work back) {
   limits.max_concurrent = 2;
   auto dependency = dispatched(contract("dependency", {"dep"}));
@@ -349,7 +340,6 @@ CAF_TEST(dependencies and overlapping roots hold work back) {
   CAF_CHECK_EQUAL(next.dispatch->task_id, dependent.task.id);
 }
 
-// BGA-03, BGA-12
 CAF_TEST(a failed dependency blocks its dependents) {
   auto bad = running(contract("bad", {"src"}), "c1");
   auto blocked = bg->prepare(contract("blocked", {"docs"}, {bad}), limits, t0);
@@ -371,7 +361,6 @@ CAF_TEST(a failed dependency blocks its dependents) {
   CAF_CHECK_EQUAL(later.task.state, bg_state::blocked);
 }
 
-// BGA-13, BGA-45
 CAF_TEST(a failed dependency continued to done unblocks) {
   auto bad = running(contract("prerequisite", {"src"}), "c1");
   auto dependent
@@ -389,7 +378,6 @@ CAF_TEST(a failed dependency continued to done unblocks) {
   CAF_CHECK_EQUAL(next.dispatch->task_id, dependent.task.id);
 }
 
-// BGA-02
 CAF_TEST(a dependency cycle is refused) {
   limits.max_concurrent = 0; // everything stays queued
   auto a = bg->prepare(contract("a", {"a"}), limits, t0).task.id;
@@ -408,7 +396,6 @@ CAF_TEST(a dependency cycle is refused) {
   CAF_CHECK_EQUAL(task(c).deps, strings{a});
 }
 
-// BGA-04
 CAF_TEST(run tasks and managed tasks never hold the same root) {
   auto held = bg->hold_run_task("r1", "t1", {"src"}, t0);
   CAF_CHECK(!held);
@@ -430,7 +417,6 @@ CAF_TEST(run tasks and managed tasks never hold the same root) {
 
 // --- the completion gate -----------------------------------------------------
 
-// BGA-39
 CAF_TEST(a claim must match the changes recorded under the roots) {
   auto id = running(contract("a", {"src"}), "child");
   write("src/new.ts", "new\n");
@@ -479,7 +465,6 @@ CAF_TEST(without enforced roots a claim is not compared) {
   CAF_CHECK(r.accepted);
 }
 
-// BGA-35, BGA-36
 CAF_TEST(a failed validation puts the task back to running) {
   auto first = dispatched(contract("first", {"src"}, {}, {"true"}));
   auto second = bg->prepare(contract("second", {"src/sub"}), limits, t0);
@@ -511,7 +496,6 @@ CAF_TEST(a failed validation puts the task back to running) {
   CAF_CHECK_EQUAL(next.dispatch->task_id, second.task.id);
 }
 
-// BGA-47
 CAF_TEST(a second completion is already being processed and a cancel wins) {
   auto id = running(contract("a", {"src"}, {}, {"make test"}), "child");
   auto first = bg->begin_completion({id, completion_status::done, "", {}},
@@ -536,7 +520,6 @@ CAF_TEST(a second completion is already being processed and a cancel wins) {
   CAF_CHECK_EQUAL(task(id).state, bg_state::cancelled);
 }
 
-// BGA-36
 CAF_TEST(a blocked task continues once per token) {
   auto d = dispatched(contract("a", {"src"}));
   bg->link(d.token, "child", t0 + 1);
@@ -587,10 +570,7 @@ CAF_TEST(a continuation waits in the queue when its roots are taken) {
 
 // --- cancels, children and restarts ------------------------------------------
 
-// BGA-06
-CAF_TEST(BGA
-         - 40 a cancel before the link keeps the lease until the late child
-           links) {
+CAF_TEST(a cancel before the link keeps the lease until the late child links) {
   auto d = dispatched(contract("a", {"src"}));
   bg->consume(d.token, t0 + 1);
   auto c = bg->cancel(d.task_id, t0 + 2);
@@ -612,7 +592,6 @@ CAF_TEST(BGA
   CAF_CHECK(contains(w.reason, "cancelled"));
 }
 
-// BGA-43
 CAF_TEST(a repeated cancel releases and a third is refused) {
   auto d = dispatched(contract("a", {"src"}));
   auto first = bg->cancel(d.task_id, t0 + 1);
@@ -659,7 +638,6 @@ CAF_TEST(a running task cancelled names its child to abort) {
                      "is done"));
 }
 
-// BGA-44
 CAF_TEST(children of tasks that are not running may not write) {
   auto running_id = running(contract("running", {"src"}), "c-running");
   auto w = bg->may_write("c-running", "src/new.ts", true);
@@ -696,7 +674,7 @@ CAF_TEST(a child that ends or is gone interrupts its task and frees its roots) {
   auto ended = bg->end_session("c-a", t0 + 5);
   CAF_CHECK_EQUAL(ids(ended), strings{a + ":state:interrupted"});
   CAF_CHECK(task(a).leased_roots.empty());
-  // BGA-37: the status says it ended without reporting.
+  // The status says it ended without reporting.
   CAF_CHECK(contains(*task(a).reason, "without reporting its completion"));
   auto gone = bg->reconcile({"c-c"}, t0 + 6);
   CAF_CHECK_EQUAL(ids(gone), strings{b + ":state:interrupted"});
@@ -704,7 +682,6 @@ CAF_TEST(a child that ends or is gone interrupts its task and frees its roots) {
   CAF_CHECK(bg->end_session("nobody", t0 + 7).empty());
 }
 
-// BGA-49, BGA-41
 CAF_TEST(a restart interrupts unlinked work and keeps its lease) {
   auto run = running(contract("running", {"src"}), "child");
   auto unlinked = dispatched(contract("unlinked", {"docs"}));
@@ -733,7 +710,6 @@ CAF_TEST(a restart interrupts unlinked work and keeps its lease) {
   CAF_CHECK(task(unlinked.task_id).leased_roots.empty());
 }
 
-// BGA-18
 CAF_TEST(a write through a symlink is judged where it lands) {
   fs::create_symlink("../docs", repo / "src" / "link");
   running(contract("a", {"src"}), "child");
