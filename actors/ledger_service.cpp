@@ -51,6 +51,7 @@ store::task_change to_store_change(const task_transition& tr) {
                    to_int64(t.usage.output_tokens), t.usage.cost_usd}});
   if (tr.facts.model)
     change.attempt_model = *tr.facts.model;
+  change.write_roots = tr.facts.write_roots;
   if (tr.facts.exit_code && *tr.facts.exit_code >= 0)
     change.exit_code = static_cast<int>(*tr.facts.exit_code);
   return change;

@@ -8,6 +8,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "src/scope/glob.hpp"
 #include "src/worker/model_route.hpp"
 
 namespace taskforce {
@@ -647,6 +648,9 @@ void flush(self_ptr self) {
     batch.changes.push_back(
       task_transition{id_of(self, c.task), c.event, c.from, c.to,
                       st.memory[c.task].attempt, c.reason, p.facts});
+    if (c.to == task_state::running)
+      batch.changes.back().facts.write_roots
+        = scope::write_roots(sched(self).graph().task(c.task).files);
   }
   self
     ->request(st.setup.ledger, caf::infinite, record_atom::value,

@@ -69,6 +69,10 @@ struct task_facts {
   /// The model of the attempt this change opens ("" = the agent's own
   /// default).
   caf::optional<std::string> model;
+  /// With a change to running: the folders and files the task writes (its
+  /// scope's literal bases), held in the ledger beside managed background
+  /// tasks' roots while it works, so neither takes the other's.
+  std::vector<std::string> write_roots;
 };
 
 /// One task state change, made durable before anyone acts on it; `to` is
@@ -336,7 +340,7 @@ template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, task_facts& x) {
   return f(caf::meta::type_name("taskforce.task_facts"), x.branch, x.worktree,
            x.merge_commit, x.gate_tail, x.session, x.conflict_paths,
-           x.exit_code, x.spent, x.hold_lifted, x.model);
+           x.exit_code, x.spent, x.hold_lifted, x.model, x.write_roots);
 }
 
 template<class Inspector>
@@ -498,7 +502,8 @@ inline bool operator==(const task_facts& x, const task_facts& y) {
          && x.merge_commit == y.merge_commit && x.gate_tail == y.gate_tail
          && x.session == y.session && x.conflict_paths == y.conflict_paths
          && x.exit_code == y.exit_code && x.spent == y.spent
-         && x.hold_lifted == y.hold_lifted && x.model == y.model;
+         && x.hold_lifted == y.hold_lifted && x.model == y.model
+         && x.write_roots == y.write_roots;
 }
 
 inline bool operator==(const task_transition& x, const task_transition& y) {

@@ -307,4 +307,17 @@ bool intersects(std::string_view a, std::string_view b) {
   return intersects(glob{a}, glob{b});
 }
 
+std::vector<std::string> write_roots(const std::vector<std::string>& scope) {
+  std::vector<std::string> roots;
+  for (const auto& entry : scope) {
+    std::string base{glob{entry}.base()};
+    while (!base.empty() && base.back() == '/')
+      base.pop_back();
+    if (!base.empty()
+        && std::find(roots.begin(), roots.end(), base) == roots.end())
+      roots.push_back(base);
+  }
+  return roots;
+}
+
 } // namespace taskforce::scope

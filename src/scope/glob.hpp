@@ -24,9 +24,15 @@ namespace taskforce::scope {
 /// Whether `pattern` uses glob syntax (`*`, `?`, `[`, `{`) or ends in `/`.
 bool is_glob(std::string_view pattern);
 
+/// The folders and files a scope (normalised entries) can write: each
+/// entry's literal base ("src/auth" for "src/auth/*.ts", "docs" for
+/// "docs/", the path for a literal), de-duplicated; an entry with no
+/// literal base ("**/x") adds nothing.
+std::vector<std::string> write_roots(const std::vector<std::string>& scope);
+
 /// A compiled scope entry: a literal path or a glob.
 class glob {
-public:
+ public:
   /// Compiles a normalised entry. Throws std::invalid_argument on bad
   /// syntax (an unclosed `[` or `{`, more than 64 alternatives, more than
   /// 1024 characters).
@@ -65,7 +71,7 @@ public:
     uint8_t ch;
   };
 
-private:
+ private:
   bool token_accepts(const token& t, unsigned char c) const;
   friend bool tokens_meet(const glob& a, const token& x, const glob& b,
                           const token& y);

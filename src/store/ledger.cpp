@@ -464,6 +464,30 @@ void write_fields(sqlite::connection& c, const std::string& run_id,
 
 // One task transition inside an open write transaction: the lifecycle
 // check, the attempt bookkeeping, the task row and the event.
+/// A task's write roots beside managed background tasks' (bg_leases, holder
+/// "run/<run>/<task>"): held from its move to running (roots given), given
+/// up once it is neither running, verifying nor merging. In the
+/// transition's own transaction, so they cost no write of their own.
+void hold_write_roots(sqlite::connection& c, const std::string& run_id,
+                      const std::string& task_id, task_state to,
+                      const std::vector<std::string>& roots) {
+  auto holder = "run/" + run_id + "/" + task_id;
+  bool working = to == task_state::running || to == task_state::verifying
+                 || to == task_state::merging;
+  if (!working) {
+    auto st = c.use("DELETE FROM bg_leases WHERE holder = ?1");
+    st.bind(1, holder);
+    st.run();
+    return;
+  }
+  for (const auto& root : roots) {
+    auto st = c.use("INSERT OR IGNORE INTO bg_leases (holder, kind, name) "
+                    "VALUES (?1, 'root', ?2)");
+    st.bind(1, holder).bind(2, root);
+    st.run();
+  }
+}
+
 transition_result apply_transition(sqlite::connection& c,
                                    const std::string& run_id,
                                    const std::string& task_id,
@@ -559,6 +583,7 @@ transition_result apply_transition(sqlite::connection& c,
   data["reason"] = nullable(change.reason);
   if (change.exit_code)
     data["exit_code"] = *change.exit_code;
+  hold_write_roots(c, run_id, task_id, to, change.write_roots);
   result.event
     = insert_event(c, run_id, task_id, "task.state", dump(data), now_ms);
   return result;

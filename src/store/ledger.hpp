@@ -294,6 +294,10 @@ struct task_change {
   /// Stored on the attempt this change opens (attempts.model); empty or
   /// unset = the agent's own default (NULL).
   std::optional<std::string> attempt_model;
+  /// With a move to running: the folders and files the task writes, held
+  /// (bg_leases) beside managed background tasks' roots until it is
+  /// neither running, verifying nor merging.
+  std::vector<std::string> write_roots;
   /// A JSON object merged into the event's data; the ledger's own keys
   /// (`from`, `to`, `event`, `attempt`, `reason`, `exit_code` and the
   /// fields set) win over the caller's.

@@ -7,6 +7,7 @@
 
 #include <signal.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -221,6 +222,38 @@ CAF_TEST(a monitor through the protocol wakes on its pattern and is killed with
   auto outside = peer.call(
     {{"id", 7}, {"op", "monitor.run"}, {"command", "true"}, {"cwd", "../"}});
   CAF_CHECK_EQUAL(outside["error"]["code"], "bad_request");
+}
+
+CAF_TEST(
+  a running task of a task list holds its folders against managed tasks) {
+  // t1 writes src/ and waits for a flag outside the repository.
+  auto flag = dir.path() / "go";
+  tasks("- [ ] Write the library\n  - files: src/\n  - run: while [ ! -e "
+        + flag.string() + " ]; do sleep 0.05; done; echo x > src/lib.txt\n");
+  config_text = R"({"run":{"useWorktrees":false}})";
+  auto driver = start_taskforce(*this, {"run", "TASKS.md", "--plain"});
+  CAF_REQUIRE(eventually([&] {
+    auto r = tf({"bg", "status"});
+    return r.output.find("run/") != std::string::npos;
+  }));
+  // A managed task on src/lib waits; one on docs starts.
+  auto blocked = tf({"bg", "prepare", "--title", "lib", "--agent", "coder",
+                     "--prompt", "p", "--root", "src/lib"});
+  CAF_CHECK_NOT_EQUAL(blocked.output.find("\"state\":\"queued\""),
+                      std::string::npos);
+  auto free = tf({"bg", "prepare", "--title", "docs", "--agent", "coder",
+                  "--prompt", "p", "--root", "docs"});
+  CAF_CHECK_NOT_EQUAL(free.output.find("\"state\":\"ready\""),
+                      std::string::npos);
+  // Once t1 is done, its folders are free and the queued task starts.
+  std::ofstream{flag} << "go";
+  CAF_CHECK_EQUAL(proc::wait_for(driver.pid).code, 0);
+  auto started = tf({"bg", "start"});
+  CAF_CHECK_NOT_EQUAL(started.output.find("\"id\":\"bg-1\""),
+                      std::string::npos);
+  CAF_CHECK_NOT_EQUAL(started.output.find("\"token\":\""), std::string::npos);
+  auto status = tf({"bg", "status"});
+  CAF_CHECK_EQUAL(status.output.find("run/"), std::string::npos);
 }
 
 CAF_TEST(outside a repository the control plane is unavailable and the pool
