@@ -97,12 +97,17 @@ std::string own_program() {
   return ec ? std::string{"taskforce"} : self.string();
 }
 
-int refused(const control::control_error& e) {
-  print({{"error", {{"code", to_string(e.code())}, {"message", e.what()}}}});
-  std::cerr << "taskforce: " << e.what() << '\n';
-  bool bad_input = e.code() == control::control_errc::bad_request
-                   || e.code() == control::control_errc::not_found;
+/// Prints a refusal (its protocol code and message) and chooses the exit
+/// status: 2 for bad input or an unknown monitor, 1 otherwise.
+int refused(const std::string& code, const std::string& message) {
+  print({{"error", {{"code", code}, {"message", message}}}});
+  std::cerr << "taskforce: " << message << '\n';
+  bool bad_input = code == "bad_request" || code == "not_found";
   return bad_input ? exit_usage : exit_failed;
+}
+
+int refused(const control::control_error& e) {
+  return refused(to_string(e.code()), e.what());
 }
 
 int monitor_run(const std::vector<std::string>& argv,
@@ -248,13 +253,7 @@ std::optional<int> via_server(const std::string& verb,
     if (answer->code == "unavailable" && (verb == "wait" || verb == "kill")
         && answer->message.find("run by another process") != std::string::npos)
       return std::nullopt;
-    return refused(control::control_error(
-      answer->code == "bad_request"     ? control::control_errc::bad_request
-      : answer->code == "not_found"     ? control::control_errc::not_found
-      : answer->code == "limit"         ? control::control_errc::limit
-      : answer->code == "invalid_state" ? control::control_errc::invalid_state
-                                        : control::control_errc::unavailable,
-      answer->message));
+    return refused(answer->code, answer->message);
   }
   std::cout << answer->fields << std::endl;
   return exit_ok;
