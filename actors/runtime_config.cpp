@@ -5,6 +5,7 @@
 
 #include <caf/all.hpp>
 #include <caf/io/middleman.hpp>
+#include <spdlog/spdlog.h>
 
 #include "messages/control.hpp"
 #include "messages/interfaces.hpp"
@@ -39,6 +40,25 @@ std::string render_control_errc(uint8_t code, caf::atom_value,
 
 } // namespace
 
+thread_count scheduler_threads(const char* value) {
+  if (value == nullptr || *value == '\0')
+    return {default_scheduler_threads, {}};
+  std::string text = value;
+  size_t n = 0;
+  bool ok = text.size() <= 3;
+  for (char c : text) {
+    ok = ok && c >= '0' && c <= '9';
+    if (ok)
+      n = n * 10 + static_cast<size_t>(c - '0');
+  }
+  if (ok && n >= 1 && n <= 256)
+    return {n, {}};
+  return {default_scheduler_threads,
+          "TASKFORCE_THREADS=" + text
+            + " is not a number of threads from 1 to 256; using "
+            + std::to_string(default_scheduler_threads)};
+}
+
 runtime_config::runtime_config(size_t threads, bool with_io) {
   add_message_types<caf::id_block::taskforce>();
   add_message_types<caf::id_block::taskforce_run>();
@@ -53,12 +73,10 @@ runtime_config::runtime_config(size_t threads, bool with_io) {
     // Blocking work runs on detached actors' own threads, so the scheduler
     // only routes messages; bench/pool measured one worker 2-4x faster than
     // two on a 2-core machine (no hand-offs between cores).
-    threads = 1;
-    if (auto env = std::getenv("TASKFORCE_THREADS"); env != nullptr) {
-      auto n = std::strtoull(env, nullptr, 10);
-      if (n > 0 && n <= 256)
-        threads = n;
-    }
+    auto chosen = scheduler_threads(std::getenv("TASKFORCE_THREADS"));
+    if (!chosen.warning.empty())
+      spdlog::warn("{}", chosen.warning);
+    threads = chosen.threads;
   }
   set("scheduler.max-threads", threads);
   if (with_io)
