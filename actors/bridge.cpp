@@ -25,6 +25,7 @@ using ordered_json = nlohmann::ordered_json;
 using protocol::bad_field;
 using protocol::excerpt;
 using protocol::need_string;
+using protocol::opt_flag;
 using protocol::opt_string;
 using protocol::quote_text;
 using protocol::quote_value;
@@ -281,7 +282,8 @@ ordered_json status_fields(const pool_status& st) {
                                      {"session", r.session},
                                      {"kind", to_string(r.kind)},
                                      {"held_ms", r.held_ms},
-                                     {"lent", r.lent}});
+                                     {"lent", r.lent},
+                                     {"detached", r.detached}});
     ordered_json queued = ordered_json::array();
     for (auto& q : view.queued)
       queued.push_back(ordered_json{{"holder", q.holder},
@@ -505,6 +507,7 @@ void bridge_state::handle_line(const char* first, size_t size) {
       x.child_session = opt_string(req, "child_session");
       x.parent = opt_string(req, "parent");
       x.tool = opt_string(req, "tool");
+      x.detach = opt_flag(req, "detach");
       x.connection = connection;
       waiting_acquires.emplace(seq, id);
       self->request(pool, caf::infinite, acquire_atom::value, std::move(x))
@@ -522,6 +525,7 @@ void bridge_state::handle_line(const char* first, size_t size) {
       x.session = need_string(req, "session");
       x.holder = need_string(req, "holder");
       x.child_session = need_string(req, "child_session");
+      x.detach = opt_flag(req, "detach");
       x.connection = connection;
       self->request(pool, reply_timeout, adopt_atom::value, std::move(x))
         .then(

@@ -116,7 +116,7 @@ struct acquire_result {
 
 /// The admission state machine; see the file comment.
 class admission {
-public:
+ public:
   // -- constants --------------------------------------------------------------
 
   /// The timer id of queue timeouts.
@@ -147,7 +147,9 @@ public:
   bool subscribe(uint64_t connection);
 
   /// Closes a connection: cancels its waits and releases its holders (reason
-  /// disconnected). Answers the holders it affected.
+  /// disconnected), except detached permits already granted: those stay
+  /// held, owned by no connection (their events go to subscribers only).
+  /// Answers the holders it released or cancelled.
   std::vector<std::string> detach(uint64_t connection, int64_t now);
 
   // -- pool operations --------------------------------------------------------
@@ -159,8 +161,7 @@ public:
   acquire_result adopt(adopt_request&& req, int64_t now);
 
   /// Releases a holder or cancels its wait; false if unknown.
-  bool release(const std::string& holder, release_reason reason,
-               int64_t now);
+  bool release(const std::string& holder, release_reason reason, int64_t now);
 
   /// Ties a holder to its child session; true if that released it because
   /// the child went idle within idleMemoryMs.
@@ -223,7 +224,7 @@ public:
     return cfg_;
   }
 
-private:
+ private:
   // -- member types -----------------------------------------------------------
 
   struct pool_state;
@@ -237,7 +238,7 @@ private:
   };
 
   /// An intrusive doubly linked list of holders, one of two link sets.
-  template <int Links>
+  template<int Links>
   struct line {
     holder* head = nullptr;
     holder* tail = nullptr;
@@ -254,6 +255,8 @@ private:
     holder_kind kind = holder_kind::foreground;
     phase state = phase::queued;
     bool lent = false;
+    /// A detached permit: a closing connection leaves it held.
+    bool detached = false;
     /// Events of this holder go to its connection's listener.
     bool listened = false;
     uint64_t connection = 0;
@@ -310,8 +313,8 @@ private:
   acquire_result refuse(errc code, std::string message);
   bool is_subagent_tool(const std::string& tool) const;
   bool listening(uint64_t connection) const;
-  void collect(const line<1>& from, const std::string& session,
-               bool requested, bool background_child);
+  void collect(const line<1>& from, const std::string& session, bool requested,
+               bool background_child);
 
   // -- member variables -------------------------------------------------------
 
