@@ -97,7 +97,7 @@ bool admission::subscribe(uint64_t connection) {
     return false;
   if (!i->second.subscribed) {
     i->second.subscribed = true;
-    ++subscribers_;
+    subscribers_.push_back(connection);
   }
   return true;
 }
@@ -116,7 +116,8 @@ std::vector<std::string> admission::detach(uint64_t connection, int64_t now) {
     return result;
   if (auto i = connections_.find(connection); i != connections_.end()) {
     if (i->second.subscribed)
-      --subscribers_;
+      subscribers_.erase(
+        std::find(subscribers_.begin(), subscribers_.end(), connection));
     connections_.erase(i);
   }
   // Waits first, so permits freed below never go to this connection's own

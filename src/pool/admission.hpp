@@ -146,6 +146,11 @@ class admission {
   /// False for an unknown or listenerless connection.
   bool subscribe(uint64_t connection);
 
+  /// The connections that get every event, in the order they subscribed.
+  const std::vector<uint64_t>& subscribers() const {
+    return subscribers_;
+  }
+
   /// Closes a connection: cancels its waits and releases its holders (reason
   /// disconnected), except detached permits already granted: those stay
   /// held, owned by no connection (their events go to subscribers only).
@@ -303,7 +308,7 @@ class admission {
   int64_t queue_deadline(const holder& h) const;
   int64_t hold_deadline(const holder& h) const;
   bool wants_events(const holder& h) const {
-    return h.listened || subscribers_ > 0;
+    return h.listened || !subscribers_.empty();
   }
   pool_event& event(pool_event_kind kind, const holder& h);
   bool idle_recently(const std::string& session, int64_t now);
@@ -344,7 +349,8 @@ class admission {
   /// Scratch space for operations that touch many holders.
   std::vector<holder*> scratch_;
   std::vector<size_t> ahead_;
-  size_t subscribers_ = 0;
+  /// Subscribed connections, in the order they subscribed.
+  std::vector<uint64_t> subscribers_;
   /// Set by stop(): nothing is granted any more.
   bool stopped_ = false;
   /// Armed timers: [0] queue, [1] hold; generation 0 = none armed.

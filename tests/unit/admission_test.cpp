@@ -557,6 +557,26 @@ CAF_TEST(
   CAF_CHECK(d.core.effects().empty());
 }
 
+CAF_TEST(the core alone keeps which connections subscribed) {
+  admission_driver d{config(2)};
+  auto a = d.connection;
+  auto b = d.core.attach(true);
+  auto deaf = d.core.attach(false);
+  CAF_CHECK(d.core.subscribe(b));
+  CAF_CHECK(d.core.subscribe(a));
+  CAF_CHECK(d.core.subscribe(b)); // twice counts once
+  CAF_CHECK(!d.core.subscribe(deaf));
+  CAF_CHECK(!d.core.subscribe(999));
+  CAF_CHECK(d.core.subscribers() == (std::vector<uint64_t>{b, a}));
+  d.detach(b);
+  CAF_CHECK(d.core.subscribers() == (std::vector<uint64_t>{a}));
+  d.detach(a);
+  CAF_CHECK(d.core.subscribers().empty());
+  // Nobody listens any more: no event is made.
+  d.acquire("s", "x");
+  CAF_CHECK(d.events.empty());
+}
+
 CAF_TEST(a subscriber sees the disconnect of another connection) {
   admission_driver d{config(2)};
   auto watcher = d.connection;
