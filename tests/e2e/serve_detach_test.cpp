@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "e2e/protocol_client.hpp"
@@ -59,6 +60,21 @@ struct fixture {
     x["detach"] = true;
     x["tool"] = "Agent";
     return x;
+  }
+
+  /// Asks `status` until no pool has anyone queued (the server has seen a
+  /// closed connection); false if that never happens.
+  bool queue_empties() {
+    for (int i = 0; i < 500; ++i) {
+      auto st = once({{"id", "st"}, {"op", "status"}});
+      bool queued = false;
+      for (auto& pool : st["pools"])
+        queued = queued || !pool["queued"].empty();
+      if (!queued)
+        return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
   }
 
   /// The running holders of the only pool in a `status` answer.
@@ -118,6 +134,7 @@ CAF_TEST(a hook killed while its detached acquire waits cancels that wait) {
     waiting.peer.send(detached(2, "s", "killed"));
     waiting.peer.event("queued", "killed");
   } // the hook's deadline passed: it is killed, its socket closes
+  CAF_REQUIRE(queue_empties());
   // Once the first ends, its permit goes to nobody who left.
   CAF_CHECK_EQUAL(once(release(3, "first"))["released"], true);
   auto st = once({{"id", 4}, {"op", "status"}});
