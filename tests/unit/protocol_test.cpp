@@ -146,7 +146,7 @@ CAF_TEST(nesting deeper than the limit is refused without being read) {
 CAF_TEST(an unknown op is refused with the nearest known name) {
   CAF_CHECK(
     contains(refusal(R"({"id":1,"op":"aquire"})"), "did you mean \"acquire\""));
-  CAF_CHECK(contains(refusal(R"({"id":1,"op":"bg.stauts"})"),
+  CAF_CHECK(contains(refusal(R"({"id":1,"op":"bg.statu"})"),
                      "did you mean \"bg.status\""));
   CAF_CHECK(contains(refusal(R"({"id":1,"op":"zzzzzzzzzzzz"})"), "known:"));
 }
