@@ -1,5 +1,7 @@
-// The bridge: one per protocol connection (stdio or TCP). It turns JSON lines
-// into typed requests to the pool and writes responses and events back.
+// The bridge: one per protocol connection, whatever carries it (standard
+// input and output, TCP, a Unix socket). It splits the input into lines and
+// hands them to the pool (and the control plane); src/protocol decodes and
+// checks each line, orders the responses and encodes them and the events.
 //
 // Contract (docs/protocol.md, "Requests, responses and events"):
 // - Input arrives as byte chunks (`std::string`, answered with `ok` once the
@@ -48,21 +50,10 @@
 #include "messages/interfaces.hpp"
 #include "src/config/config.hpp"
 #include "src/protocol/fields.hpp"
+#include "src/protocol/ordering.hpp"
+#include "src/protocol/request.hpp"
 
 namespace taskforce {
-
-/// One response slot: an answer (or its absence) in arrival order.
-struct response_slot {
-  /// The request's id as JSON text ("null" when unreadable).
-  std::string id;
-  /// The full response line once known; empty while unanswered.
-  std::string line;
-  /// Whether this is an acquire (which may be answered out of order once
-  /// it is queued).
-  bool acquire = false;
-  /// The holder an acquire asks for.
-  std::string holder;
-};
 
 /// The state of one bridge.
 struct bridge_state {
@@ -74,9 +65,9 @@ struct bridge_state {
   /// A line longer than this is refused without being parsed.
   static constexpr size_t max_line_bytes = 1 << 20;
 
-  /// The deepest JSON nesting a request may have, the request object itself
-  /// counted as one level; anything deeper is refused without being built.
-  static constexpr size_t max_nesting = 64;
+  /// The deepest JSON nesting a request may have (the request object
+  /// counted as one level); anything deeper is refused without being built.
+  static constexpr size_t max_nesting = protocol::max_nesting;
 
   /// An error message quotes at most this many bytes of the client's text
   /// (a value, a name, the token the parser stopped at).
@@ -142,11 +133,11 @@ struct bridge_state {
   /// The acquire of `holder` queued: later answers may pass it.
   void on_queued(const std::string& holder);
 
-  /// Writes the answers at the front that are complete.
-  void drain();
-
   /// Fills slot `seq` with `line` and writes what may go out now.
   void answer(uint64_t seq, std::string line);
+
+  /// Flushes what an answer released, then finishes or reads on.
+  void after_answer();
 
   /// Whether slot `seq` still waits for its answer.
   bool unanswered(uint64_t seq) const;
@@ -164,15 +155,18 @@ struct bridge_state {
   /// An event from the control plane, for a subscriber.
   void on_control_event(const control_event& ev);
 
-  /// Hands a `bg.*` or `monitor.*` request to the control plane.
-  void to_control(uint64_t seq, const std::string& id, control::control_op op,
-                  const nlohmann::json& req);
+  /// Hands a decoded `bg.*` or `monitor.*` request to the control plane.
+  void to_control(uint64_t seq, const std::string& id,
+                  control::control_request& x);
 
   /// Ends the subscription of a subscriber that fell too far behind.
   void drop_subscription();
 
   /// Appends one line (plus newline) to the output batch.
   void write(const std::string& line);
+
+  /// Makes sure a flush of the output batch is on its way.
+  void schedule_flush();
 
   /// Hands the output batch to the sink.
   void flush();
@@ -250,11 +244,8 @@ struct bridge_state {
   /// Whether a `status` request is being answered (input waits meanwhile).
   bool status_open = false;
 
-  /// The number the next request's slot gets.
-  uint64_t next_seq = 0;
-
-  /// Unanswered slots (but queued acquires) and the answers behind them.
-  std::map<uint64_t, response_slot> blocked;
+  /// The response slots, in the order answers must leave.
+  protocol::response_order order;
 
   /// Acquires still waiting for their permit, by slot number.
   std::map<uint64_t, std::string> waiting_acquires;

@@ -17,7 +17,6 @@
 #include "actors/log_handlers.hpp"
 #include "actors/pool.hpp"
 #include "actors/runtime_config.hpp"
-#include "actors/session.hpp"
 #include "src/config/config.hpp"
 
 namespace taskforce {
@@ -105,9 +104,6 @@ caf::behavior relay(relay_ptr self, pool_actor pool) {
         self->quit();
       });
   return {
-    [=](caf::get_atom) {
-      return self->state.connection;
-    },
     // -- pool operations
     // -------------------------------------------------------
     [=](acquire_atom, acquire_request& req, call_box<grant>& box) {
@@ -131,28 +127,6 @@ caf::behavior relay(relay_ptr self, pool_actor pool) {
     },
     [=](end_atom, std::string& session, call_box<string_list>& box) {
       forward(self, self->state.pool, box, end_atom::value, session);
-    },
-    // -- session operations
-    // ------------------------------------------------------
-    [=](session_actor& s, acquire_atom, std::string& holder, holder_kind kind,
-        std::string& tool, std::string& parent, std::string& child,
-        call_box<grant>& box) {
-      forward(self, s, box, acquire_atom::value, holder, kind, tool, parent,
-              child);
-    },
-    [=](session_actor& s, release_atom, std::string& holder, release_reason why,
-        call_box<bool>& box) {
-      forward(self, s, box, release_atom::value, holder, why);
-    },
-    [=](session_actor& s, bind_atom, std::string& holder, std::string& child,
-        call_box<bool>& box) {
-      forward(self, s, box, bind_atom::value, holder, child);
-    },
-    [=](session_actor& s, caf::idle_atom, call_box<string_list>& box) {
-      forward(self, s, box, caf::idle_atom::value);
-    },
-    [=](session_actor& s, end_atom, call_box<string_list>& box) {
-      forward(self, s, box, end_atom::value);
     },
     // -- events
     // -------------------------------------------------------------------
@@ -236,25 +210,11 @@ struct runtime::impl {
   caf::actor_system sys;
   pool_actor pool;
   caf::actor relay_actor;
-  std::mutex sessions_mtx;
-  std::vector<session_actor> sessions;
 
   impl(const runtime_options& opts, const pool_config& pcfg)
     : cfg(opts.threads, false), sys(cfg) {
     pool = spawn_pool(sys, pcfg);
     relay_actor = sys.spawn(relay, pool);
-  }
-
-  uint64_t connection() {
-    caf::scoped_actor self{sys};
-    uint64_t id = 0;
-    self->request(relay_actor, std::chrono::seconds(10), caf::get_atom::value)
-      .receive(
-        [&](uint64_t x) {
-          id = x;
-        },
-        [](caf::error&) {});
-    return id;
   }
 
   /// A future and the box that fulfils it; `convert` maps the answer.
@@ -281,11 +241,6 @@ struct runtime::impl {
     // fail with shutting_down and nothing keeps the system alive.
     self->request(relay_actor, std::chrono::seconds(5), caf::close_atom::value)
       .receive([](bool) {}, [](caf::error&) {});
-    {
-      std::lock_guard<std::mutex> guard{sessions_mtx};
-      for (auto& s : sessions)
-        self->send_exit(s, caf::exit_reason::user_shutdown);
-    }
     self->send_exit(relay_actor, caf::exit_reason::user_shutdown);
     self->send_exit(pool, caf::exit_reason::user_shutdown);
   }
@@ -416,22 +371,17 @@ void pool_handle::on_event(std::function<void(const holder_event&)> listener,
 // -- session_handle
 // ---------------------------------------------------------------
 
+// A session is a name: the pool keeps what each session holds and waits
+// for, so its calls go to the pool as they are, as a protocol client's do.
 struct session_handle::impl {
   runtime::impl* rt = nullptr;
   std::string name;
-  session_actor actor;
 };
 
 session_handle runtime::session(const std::string& name) {
   auto ptr = std::make_shared<session_handle::impl>();
   ptr->rt = impl_.get();
   ptr->name = name;
-  ptr->actor
-    = spawn_session(impl_->sys, name, impl_->pool, impl_->connection());
-  {
-    std::lock_guard<std::mutex> guard{impl_->sessions_mtx};
-    impl_->sessions.push_back(ptr->actor);
-  }
   return session_handle{ptr};
 }
 
@@ -440,8 +390,9 @@ session_handle::call_started(const std::string& call, call_kind kind,
                              const std::string& tool, const std::string& parent,
                              const std::string& child_session) {
   auto [future, box] = impl_->rt->make_future<permit_info, grant>(to_permit);
-  caf::anon_send(impl_->rt->relay_actor, impl_->actor, acquire_atom::value,
-                 call, to_kind(kind), tool, parent, child_session,
+  acquire_request x{impl_->name, call, to_kind(kind), child_session, parent,
+                    tool,        0};
+  caf::anon_send(impl_->rt->relay_actor, acquire_atom::value, std::move(x),
                  std::move(box));
   return std::move(future);
 }
@@ -451,8 +402,8 @@ std::future<bool> session_handle::call_ended(const std::string& call,
   auto [future, box] = impl_->rt->make_future<bool, bool>([](bool x) {
     return x;
   });
-  caf::anon_send(impl_->rt->relay_actor, impl_->actor, release_atom::value,
-                 call, to_reason(how), std::move(box));
+  caf::anon_send(impl_->rt->relay_actor, release_atom::value, call,
+                 to_reason(how), std::move(box));
   return std::move(future);
 }
 
@@ -462,8 +413,8 @@ session_handle::call_returned(const std::string& call,
   auto [future, box] = impl_->rt->make_future<bool, bool>([](bool x) {
     return x;
   });
-  caf::anon_send(impl_->rt->relay_actor, impl_->actor, bind_atom::value, call,
-                 child_session, std::move(box));
+  caf::anon_send(impl_->rt->relay_actor, bind_atom::value, call, child_session,
+                 std::move(box));
   return std::move(future);
 }
 
@@ -472,7 +423,7 @@ std::future<string_list> session_handle::idle() {
     = impl_->rt->make_future<string_list, string_list>([](string_list& x) {
         return std::move(x);
       });
-  caf::anon_send(impl_->rt->relay_actor, impl_->actor, caf::idle_atom::value,
+  caf::anon_send(impl_->rt->relay_actor, caf::idle_atom::value, impl_->name,
                  std::move(box));
   return std::move(future);
 }
@@ -482,7 +433,7 @@ std::future<string_list> session_handle::dispose() {
     = impl_->rt->make_future<string_list, string_list>([](string_list& x) {
         return std::move(x);
       });
-  caf::anon_send(impl_->rt->relay_actor, impl_->actor, end_atom::value,
+  caf::anon_send(impl_->rt->relay_actor, end_atom::value, impl_->name,
                  std::move(box));
   return std::move(future);
 }

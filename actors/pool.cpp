@@ -62,7 +62,7 @@ void pool_state::route(const pool_event& ev) {
   // Listeners are dynamically typed; a typed actor reaches them anonymously.
   if (auto i = listeners.find(ev.connection); i != listeners.end())
     caf::anon_send(i->second, event_atom_v, ev);
-  for (auto conn : subscribers)
+  for (auto conn : core->subscribers())
     if (conn != ev.connection)
       if (auto i = listeners.find(conn); i != listeners.end())
         caf::anon_send(i->second, event_atom_v, ev);
@@ -70,9 +70,6 @@ void pool_state::route(const pool_event& ev) {
 
 void pool_state::forget(uint64_t connection) {
   listeners.erase(connection);
-  subscribers.erase(
-    std::remove(subscribers.begin(), subscribers.end(), connection),
-    subscribers.end());
 }
 
 // -- behaviour ----------------------------------------------------------------
@@ -186,13 +183,7 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
       return conn;
     },
     [self](subscribe_atom, uint64_t conn) {
-      auto& st = self->state;
-      if (!st.core->subscribe(conn))
-        return false;
-      if (std::find(st.subscribers.begin(), st.subscribers.end(), conn)
-          == st.subscribers.end())
-        st.subscribers.push_back(conn);
-      return true;
+      return self->state.core->subscribe(conn);
     },
     [self](detach_atom, uint64_t conn) {
       auto& st = self->state;

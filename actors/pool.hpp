@@ -62,7 +62,7 @@ struct pool_state {
   /// subscriber.
   void route(const pool_event& ev);
 
-  /// Forgets a connection's listener and subscription.
+  /// Forgets a connection's listener.
   void forget(uint64_t connection);
 
   // -- member variables -------------------------------------------------------
@@ -82,11 +82,9 @@ struct pool_state {
   /// Queued acquires by ticket.
   std::unordered_map<uint64_t, caf::typed_response_promise<grant>> waiting;
 
-  /// Connection id -> its listener.
+  /// Connection id -> its listener (the core keeps which connections are
+  /// open and which subscribed).
   std::unordered_map<uint64_t, caf::actor> listeners;
-
-  /// Connections that get every event.
-  std::vector<uint64_t> subscribers;
 
   /// The actor's name in logs.
   static inline const char* name = "taskforce.pool";

@@ -36,6 +36,8 @@ watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
       if (st.owners.insert(key.first).second)
         self->monitor(owner);
       auto serial = st.next_serial++;
+      st.armed.emplace(serial,
+                       watchdog_state::timer{key.first, id, generation});
       // Re-arming replaces: the older serial's delayed message finds nothing.
       if (auto i = st.by_owner.find(key); i != st.by_owner.end()) {
         st.armed.erase(i->second);
@@ -43,8 +45,6 @@ watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
       } else {
         st.by_owner.emplace(std::move(key), serial);
       }
-      st.armed.emplace(serial,
-                       watchdog_state::timer{std::move(owner), id, generation});
       // `now + delay` saturates: a delay past the clock's range never fires
       // instead of wrapping into the past and firing at once.
       auto due
@@ -69,11 +69,11 @@ watchdog(watchdog_actor::stateful_pointer<watchdog_state> self) {
         return; // re-armed or disarmed meanwhile
       auto t = std::move(i->second);
       st.armed.erase(i);
-      st.by_owner.erase(
-        std::make_pair(caf::actor_cast<caf::actor_addr>(t.owner), t.id));
+      st.by_owner.erase(std::make_pair(t.owner, t.id));
+      // An owner that is gone gets nothing (its down message is on its way).
       // Owners may be dynamically typed: a typed sender cannot send() there.
-      caf::anon_send(caf::actor_cast<caf::actor>(t.owner), expired_atom_v, t.id,
-                     t.generation);
+      if (auto owner = caf::actor_cast<caf::actor>(t.owner))
+        caf::anon_send(owner, expired_atom_v, t.id, t.generation);
     },
   };
 }

@@ -6,7 +6,8 @@
 // cancelled, so each armed timer has its own serial and a delayed message
 // whose serial is no longer armed is ignored. Owners check the generation
 // too, so a late expiry can never act on a newer state. The watchdog monitors
-// its owners and drops the timers of one that exits. A delay longer than the
+// its owners and drops the timers of one that exits; it holds only their
+// addresses, so a timer never keeps an owner alive. A delay longer than the
 // clock can count saturates at the clock's end: it never fires, instead of
 // wrapping into the past and firing at once.
 //
@@ -36,8 +37,9 @@ struct watchdog_state {
 
   /// One armed timer.
   struct timer {
-    /// Who gets the expiry.
-    caf::strong_actor_ptr owner;
+    /// Who gets the expiry; a weak handle, so an armed timer never keeps
+    /// its owner alive.
+    caf::actor_addr owner;
     uint64_t id = 0;
     uint64_t generation = 0;
   };

@@ -77,6 +77,9 @@ struct acquire_request {
   /// The tool being called; empty means "always a subagent call".
   std::string tool;
   uint64_t connection = 0;
+  /// A detached permit outlives its connection: once granted, a closing
+  /// connection leaves it held (a wait is still cancelled).
+  bool detach = false;
 };
 
 /// A child that runs without a reservation; granted at once or `pool_full`.
@@ -85,6 +88,8 @@ struct adopt_request {
   std::string holder;
   std::string child_session;
   uint64_t connection = 0;
+  /// The permit outlives its connection (see acquire_request).
+  bool detach = false;
 };
 
 /// The answer to a granted acquire or adopt.
@@ -130,6 +135,8 @@ struct running_entry {
   holder_kind kind = holder_kind::foreground;
   int64_t held_ms = 0;
   bool lent = false;
+  /// The permit outlives the connection that asked for it.
+  bool detached = false;
 };
 
 /// A holder that waits, as `status` shows it.
@@ -160,12 +167,14 @@ struct pool_status {
 inline bool operator==(const acquire_request& x, const acquire_request& y) {
   return x.session == y.session && x.holder == y.holder && x.kind == y.kind
          && x.child_session == y.child_session && x.parent == y.parent
-         && x.tool == y.tool && x.connection == y.connection;
+         && x.tool == y.tool && x.connection == y.connection
+         && x.detach == y.detach;
 }
 
 inline bool operator==(const adopt_request& x, const adopt_request& y) {
   return x.session == y.session && x.holder == y.holder
-         && x.child_session == y.child_session && x.connection == y.connection;
+         && x.child_session == y.child_session && x.connection == y.connection
+         && x.detach == y.detach;
 }
 
 inline bool operator==(const grant& x, const grant& y) {
@@ -184,7 +193,8 @@ inline bool operator==(const pool_event& x, const pool_event& y) {
 
 inline bool operator==(const running_entry& x, const running_entry& y) {
   return x.holder == y.holder && x.session == y.session && x.kind == y.kind
-         && x.held_ms == y.held_ms && x.lent == y.lent;
+         && x.held_ms == y.held_ms && x.lent == y.lent
+         && x.detached == y.detached;
 }
 
 inline bool operator==(const queued_entry& x, const queued_entry& y) {
@@ -207,13 +217,14 @@ inline bool operator==(const pool_status& x, const pool_status& y) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, acquire_request& x) {
   return f(caf::meta::type_name("taskforce.acquire_request"), x.session,
-           x.holder, x.kind, x.child_session, x.parent, x.tool, x.connection);
+           x.holder, x.kind, x.child_session, x.parent, x.tool, x.connection,
+           x.detach);
 }
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, adopt_request& x) {
   return f(caf::meta::type_name("taskforce.adopt_request"), x.session, x.holder,
-           x.child_session, x.connection);
+           x.child_session, x.connection, x.detach);
 }
 
 template<class Inspector>
@@ -232,7 +243,7 @@ typename Inspector::result_type inspect(Inspector& f, pool_event& x) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, running_entry& x) {
   return f(caf::meta::type_name("taskforce.running_entry"), x.holder, x.session,
-           x.kind, x.held_ms, x.lent);
+           x.kind, x.held_ms, x.lent, x.detached);
 }
 
 template<class Inspector>

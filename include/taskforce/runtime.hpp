@@ -217,7 +217,8 @@ class runtime {
   /// The pool.
   pool_handle pool();
 
-  /// A new session actor for harness session `name`.
+  /// A handle for harness session `name` (cheap: the pool keeps what each
+  /// session holds).
   session_handle session(const std::string& name);
 
  private:

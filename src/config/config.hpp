@@ -30,7 +30,9 @@ struct pool_config {
   int64_t queue_timeout_ms = 300000;
   int64_t max_hold_ms = 3600000;
   nested_policy nested = nested_policy::lend;
-  std::vector<std::string> subagent_tool_names{"task"};
+  /// Matched without regard to ASCII case. The defaults name each harness's
+  /// own spelling: Claude Code's `Task` and `Agent`, OpenCode's `task`.
+  std::vector<std::string> subagent_tool_names{"Task", "Agent", "task"};
   int64_t idle_memory_ms = 10000;
 };
 

@@ -97,7 +97,7 @@ bool admission::subscribe(uint64_t connection) {
     return false;
   if (!i->second.subscribed) {
     i->second.subscribed = true;
-    ++subscribers_;
+    subscribers_.push_back(connection);
   }
   return true;
 }
@@ -116,7 +116,8 @@ std::vector<std::string> admission::detach(uint64_t connection, int64_t now) {
     return result;
   if (auto i = connections_.find(connection); i != connections_.end()) {
     if (i->second.subscribed)
-      --subscribers_;
+      subscribers_.erase(
+        std::find(subscribers_.begin(), subscribers_.end(), connection));
     connections_.erase(i);
   }
   // Waits first, so permits freed below never go to this connection's own
@@ -130,6 +131,13 @@ std::vector<std::string> admission::detach(uint64_t connection, int64_t now) {
       scratch_.push_back(h);
   auto victims = scratch_;
   for (auto h : victims) {
+    // A granted detached permit outlives its connection: it is orphaned,
+    // and ends by release, end, idle or the watchdog like any other.
+    if (h->state == phase::running && h->detached) {
+      h->connection = 0;
+      h->listened = false;
+      continue;
+    }
     // Events still go out: a connection that closed its input may read on.
     result.push_back(*h->name);
     if (h->state == phase::queued)
@@ -227,6 +235,7 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
     h.connection = req.connection;
     h.listened = listening(req.connection);
     h.pool = p;
+    h.detached = req.detach;
     h.since = now;
     grant_running(h, slot, lent, now);
     result.value.permit = slot->number;
@@ -242,6 +251,7 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
   h.connection = req.connection;
   h.listened = listening(req.connection);
   h.pool = &p;
+  h.detached = req.detach;
   h.since = now;
   if (has_free(p)) {
     // A free permit means nobody waits: every freed permit goes straight to
@@ -297,6 +307,7 @@ acquire_result admission::adopt(adopt_request&& req, int64_t now) {
   h.connection = req.connection;
   h.listened = listening(req.connection);
   h.pool = &p;
+  h.detached = req.detach;
   h.since = now;
   auto slot = take_permit(p);
   grant_running(h, slot, false, now);
@@ -442,7 +453,7 @@ pool_status admission::status(int64_t now) const {
   for (auto h = running_line_.head; h != nullptr; h = h->next[1]) {
     auto& view = views[*h->pool->key];
     view.running.push_back(
-      {*h->name, h->session, h->kind, now - h->since, h->lent});
+      {*h->name, h->session, h->kind, now - h->since, h->lent, h->detached});
   }
   for (auto& [key, p] : pools_) {
     if (p.queue_size == 0)
@@ -508,6 +519,7 @@ admission::holder& admission::new_holder(std::string&& name) {
   h.kind = holder_kind::foreground;
   h.state = phase::running;
   h.lent = false;
+  h.detached = false;
   h.listened = false;
   h.slot = nullptr;
   h.ticket = next_ticket_++;

@@ -116,7 +116,7 @@ struct acquire_result {
 
 /// The admission state machine; see the file comment.
 class admission {
-public:
+ public:
   // -- constants --------------------------------------------------------------
 
   /// The timer id of queue timeouts.
@@ -146,8 +146,15 @@ public:
   /// False for an unknown or listenerless connection.
   bool subscribe(uint64_t connection);
 
+  /// The connections that get every event, in the order they subscribed.
+  const std::vector<uint64_t>& subscribers() const {
+    return subscribers_;
+  }
+
   /// Closes a connection: cancels its waits and releases its holders (reason
-  /// disconnected). Answers the holders it affected.
+  /// disconnected), except detached permits already granted: those stay
+  /// held, owned by no connection (their events go to subscribers only).
+  /// Answers the holders it released or cancelled.
   std::vector<std::string> detach(uint64_t connection, int64_t now);
 
   // -- pool operations --------------------------------------------------------
@@ -159,8 +166,7 @@ public:
   acquire_result adopt(adopt_request&& req, int64_t now);
 
   /// Releases a holder or cancels its wait; false if unknown.
-  bool release(const std::string& holder, release_reason reason,
-               int64_t now);
+  bool release(const std::string& holder, release_reason reason, int64_t now);
 
   /// Ties a holder to its child session; true if that released it because
   /// the child went idle within idleMemoryMs.
@@ -223,7 +229,7 @@ public:
     return cfg_;
   }
 
-private:
+ private:
   // -- member types -----------------------------------------------------------
 
   struct pool_state;
@@ -237,7 +243,7 @@ private:
   };
 
   /// An intrusive doubly linked list of holders, one of two link sets.
-  template <int Links>
+  template<int Links>
   struct line {
     holder* head = nullptr;
     holder* tail = nullptr;
@@ -254,6 +260,8 @@ private:
     holder_kind kind = holder_kind::foreground;
     phase state = phase::queued;
     bool lent = false;
+    /// A detached permit: a closing connection leaves it held.
+    bool detached = false;
     /// Events of this holder go to its connection's listener.
     bool listened = false;
     uint64_t connection = 0;
@@ -300,7 +308,7 @@ private:
   int64_t queue_deadline(const holder& h) const;
   int64_t hold_deadline(const holder& h) const;
   bool wants_events(const holder& h) const {
-    return h.listened || subscribers_ > 0;
+    return h.listened || !subscribers_.empty();
   }
   pool_event& event(pool_event_kind kind, const holder& h);
   bool idle_recently(const std::string& session, int64_t now);
@@ -310,8 +318,8 @@ private:
   acquire_result refuse(errc code, std::string message);
   bool is_subagent_tool(const std::string& tool) const;
   bool listening(uint64_t connection) const;
-  void collect(const line<1>& from, const std::string& session,
-               bool requested, bool background_child);
+  void collect(const line<1>& from, const std::string& session, bool requested,
+               bool background_child);
 
   // -- member variables -------------------------------------------------------
 
@@ -341,7 +349,8 @@ private:
   /// Scratch space for operations that touch many holders.
   std::vector<holder*> scratch_;
   std::vector<size_t> ahead_;
-  size_t subscribers_ = 0;
+  /// Subscribed connections, in the order they subscribed.
+  std::vector<uint64_t> subscribers_;
   /// Set by stop(): nothing is granted any more.
   bool stopped_ = false;
   /// Armed timers: [0] queue, [1] hold; generation 0 = none armed.

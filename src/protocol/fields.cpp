@@ -93,6 +93,16 @@ std::vector<std::string> opt_strings(const json& req, const std::string& key) {
   return out;
 }
 
+bool opt_flag(const json& req, const std::string& key) {
+  auto i = req.find(key);
+  if (i == req.end() || i->is_null())
+    return false;
+  if (!i->is_boolean())
+    throw bad_field("field " + quoted(key) + " must be true or false, got "
+                    + quote_value(*i));
+  return i->get<bool>();
+}
+
 uint64_t opt_count(const json& req, const std::string& key, uint64_t fallback) {
   auto i = req.find(key);
   if (i == req.end() || i->is_null())

@@ -47,6 +47,9 @@ std::string opt_text(const nlohmann::json& req, const std::string& key);
 std::vector<std::string> opt_strings(const nlohmann::json& req,
                                      const std::string& key);
 
+/// An optional boolean field: absent or null gives false.
+bool opt_flag(const nlohmann::json& req, const std::string& key);
+
 /// An optional non-negative integer (a number with no fraction, at most
 /// 2^53-1): absent or null gives `fallback`.
 uint64_t opt_count(const nlohmann::json& req, const std::string& key,

@@ -27,7 +27,9 @@ caf::behavior owner(caf::event_based_actor* self, watchdog_actor wd,
     [=](arm_atom, uint64_t id, uint64_t generation, caf::timespan delay) {
       self->send(wd, arm_atom_v, id, generation, delay);
     },
-    [=](disarm_atom, uint64_t id) { self->send(wd, disarm_atom_v, id); },
+    [=](disarm_atom, uint64_t id) {
+      self->send(wd, disarm_atom_v, id);
+    },
     [=](expired_atom, uint64_t id, uint64_t generation) {
       log->emplace_back(id, generation);
     },
@@ -143,6 +145,27 @@ CAF_TEST(the timers of an owner that exits are dropped) {
   sched.run();
   CAF_CHECK(a_log->empty());
   CAF_CHECK(*b_log == (expiries{{1, 1}}));
+}
+
+CAF_TEST(
+  an armed timer does not keep an owner alive that nothing else references) {
+  auto token = std::make_shared<int>(0);
+  std::weak_ptr<int> alive = token;
+  auto c = sys.spawn([token, wd = wd](caf::event_based_actor* self) {
+    self->send(wd, arm_atom_v, uint64_t{1}, uint64_t{1}, caf::timespan{1h});
+    return caf::behavior{[token](int) {}};
+  });
+  token.reset();
+  sched.run();
+  CAF_REQUIRE(!alive.expired());
+  // The last handle goes: the owner is destroyed although its timer is
+  // armed, and the watchdog forgets the timer.
+  c = nullptr;
+  sched.run();
+  CAF_CHECK(alive.expired());
+  advance_time(2h);
+  sched.run();
+  CAF_CHECK(a_log->empty());
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -64,7 +64,8 @@ CAF_TEST(hello answers the version the protocol and the effective pool config) {
   CAF_CHECK_EQUAL(cfg["queueTimeoutMs"], 300000);
   CAF_CHECK_EQUAL(cfg["maxHoldMs"], 3600000);
   CAF_CHECK_EQUAL(cfg["nested"], "lend");
-  CAF_CHECK_EQUAL(cfg["subagentToolNames"], json::array({"task"}));
+  CAF_CHECK_EQUAL(cfg["subagentToolNames"],
+                  json::array({"Task", "Agent", "task"}));
   CAF_CHECK_EQUAL(cfg["idleMemoryMs"], 10000);
 }
 

@@ -42,8 +42,8 @@ struct admission_driver {
                                const std::string& parent = "",
                                const std::string& tool = "",
                                const std::string& child = "") {
-    acquire_request req{session, holder, kind, child, parent, tool,
-                        connection};
+    acquire_request req{session, holder, kind,       child,
+                        parent,  tool,   connection, detached};
     auto result = core.acquire(std::move(req), now);
     absorb();
     return result;
@@ -52,7 +52,8 @@ struct admission_driver {
   pool::acquire_result adopt(const std::string& session,
                              const std::string& holder,
                              const std::string& child) {
-    auto result = core.adopt({session, holder, child, connection}, now);
+    auto result
+      = core.adopt({session, holder, child, connection, detached}, now);
     absorb();
     return result;
   }
@@ -142,6 +143,8 @@ struct admission_driver {
   /// Called after every operation's effects were recorded.
   std::function<void()> on_effects;
   uint64_t connection = 0;
+  /// Whether acquire() and adopt() ask for detached permits.
+  bool detached = false;
   int64_t now = 1000;
   std::vector<pool_event> events;
   std::map<uint64_t, grant> granted;

@@ -223,8 +223,8 @@ CAF_TEST(a nested acquire of a background parent fails instead of borrowing) {
   CAF_CHECK(n.message.find("background") != std::string::npos);
 }
 
-CAF_TEST(a nested acquire of an unknown parent uses its own pool and never
-           queues) {
+CAF_TEST(
+  a nested acquire of an unknown parent uses its own pool and never queues) {
   admission_driver d{config(1)};
   CAF_CHECK(d.acquire("s", "n1", fg, "ghost").status
             == acquire_status::granted);
@@ -253,8 +253,8 @@ CAF_TEST(adopt takes a free permit as a background holder of its child) {
 
 // -- bounded waits ------------------------------------------------------------
 
-CAF_TEST(a queued acquire times out with how long it waited and how many
-           were ahead) {
+CAF_TEST(
+  a queued acquire times out with how long it waited and how many were ahead) {
   auto cfg = config(1);
   cfg.queue_timeout_ms = 500;
   admission_driver d{cfg};
@@ -557,6 +557,26 @@ CAF_TEST(
   CAF_CHECK(d.core.effects().empty());
 }
 
+CAF_TEST(the core alone keeps which connections subscribed) {
+  admission_driver d{config(2)};
+  auto a = d.connection;
+  auto b = d.core.attach(true);
+  auto deaf = d.core.attach(false);
+  CAF_CHECK(d.core.subscribe(b));
+  CAF_CHECK(d.core.subscribe(a));
+  CAF_CHECK(d.core.subscribe(b)); // twice counts once
+  CAF_CHECK(!d.core.subscribe(deaf));
+  CAF_CHECK(!d.core.subscribe(999));
+  CAF_CHECK(d.core.subscribers() == (std::vector<uint64_t>{b, a}));
+  d.detach(b);
+  CAF_CHECK(d.core.subscribers() == (std::vector<uint64_t>{a}));
+  d.detach(a);
+  CAF_CHECK(d.core.subscribers().empty());
+  // Nobody listens any more: no event is made.
+  d.acquire("s", "x");
+  CAF_CHECK(d.events.empty());
+}
+
 CAF_TEST(a subscriber sees the disconnect of another connection) {
   admission_driver d{config(2)};
   auto watcher = d.connection;
@@ -566,6 +586,133 @@ CAF_TEST(a subscriber sees the disconnect of another connection) {
   d.detach(d.connection);
   CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "a").reason,
                   release_reason::disconnected);
+}
+
+// -- detached permits ---------------------------------------------------------
+
+CAF_TEST(a detached permit outlives its connection and a release from another
+           connection ends it) {
+  admission_driver d{config(1)};
+  auto hook = d.connection;
+  d.detached = true;
+  auto a = d.acquire("s", "a");
+  CAF_REQUIRE(a.status == acquire_status::granted);
+  // The hook process exits: the permit stays held.
+  CAF_CHECK(d.detach(hook).empty());
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 1u);
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "a"), 0u);
+  auto st = d.core.status(d.now);
+  CAF_REQUIRE_EQUAL(st.pools.size(), 1u);
+  CAF_REQUIRE_EQUAL(st.pools[0].running.size(), 1u);
+  CAF_CHECK(st.pools[0].running[0].detached);
+  // Later hook processes: the next acquire waits for it, a release of it
+  // from yet another connection hands its permit on.
+  d.connection = d.core.attach(true);
+  auto b = d.acquire("s", "b");
+  CAF_REQUIRE(b.status == acquire_status::queued);
+  d.connection = d.core.attach(true);
+  CAF_CHECK(d.release("a"));
+  CAF_CHECK(d.granted.count(b.ticket) == 1);
+  CAF_CHECK(!d.release("a"));
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(
+  a connection that closes while its detached acquire waits cancels that wait) {
+  admission_driver d{config(1)};
+  d.acquire("s", "held");
+  d.connection = d.core.attach(true);
+  d.detached = true;
+  auto w = d.acquire("s", "w");
+  CAF_REQUIRE(w.status == acquire_status::queued);
+  CAF_CHECK(d.detach(d.connection) == (std::vector<std::string>{"w"}));
+  CAF_REQUIRE(d.failed.count(w.ticket) == 1);
+  CAF_CHECK(d.failed[w.ticket].code == errc::cancelled);
+  CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+  // The permit, once free, goes to nobody it would leak to.
+  d.release("held");
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 0u);
+}
+
+CAF_TEST(a closing connection releases its attached holders and keeps its
+           detached ones) {
+  admission_driver d{config(3)};
+  auto conn = d.connection;
+  d.acquire("s", "plain");
+  d.detached = true;
+  d.acquire("s", "kept");
+  d.adopt("s", "adopted", "child");
+  CAF_CHECK(d.detach(conn) == (std::vector<std::string>{"plain"}));
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "plain").reason,
+                  release_reason::disconnected);
+  CAF_CHECK_EQUAL(d.core.running_count(), 2u);
+  // A detached adopted child ends when its session goes idle.
+  CAF_CHECK(d.idle("child") == (std::vector<std::string>{"adopted"}));
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+}
+
+CAF_TEST(a detached permit ends with end of its session idle of its child
+         or the watchdog) {
+  auto cfg = config(3);
+  cfg.max_hold_ms = 1000;
+  admission_driver d{cfg};
+  auto hook = d.connection;
+  d.detached = true;
+  d.acquire("s", "fg");
+  d.acquire("s", "bg", holder_kind::background, "", "", "agent-1");
+  d.acquire("t", "leaked");
+  d.detach(hook);
+  // Nobody listens to the orphans any more, but a subscriber sees them end.
+  auto watcher = d.core.attach(true);
+  d.core.subscribe(watcher);
+  d.now += 10;
+  CAF_CHECK(d.idle("agent-1") == (std::vector<std::string>{"bg"}));
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "bg").reason,
+                  release_reason::idle);
+  CAF_CHECK(d.end("s") == (std::vector<std::string>{"fg"}));
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::released, "fg").reason,
+                  release_reason::ended);
+  d.advance(1000);
+  CAF_REQUIRE_EQUAL(d.forced.size(), 1u);
+  CAF_CHECK_EQUAL(d.forced[0].holder, "leaked");
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::force_released, "leaked"), 1u);
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(an orphaned detached permit emits events for subscribers only) {
+  admission_driver d{config(2)};
+  auto watcher = d.connection;
+  d.connection = d.core.attach(true);
+  auto hook = d.connection;
+  d.detached = true;
+  d.acquire("s", "a");
+  d.detach(hook);
+  d.release("a");
+  // Its connection is gone and nobody subscribed: no event is made.
+  CAF_CHECK_EQUAL(d.count(pool_event_kind::released, "a"), 0u);
+  d.connection = d.core.attach(true);
+  hook = d.connection;
+  d.acquire("s", "b");
+  d.detach(hook);
+  d.core.subscribe(watcher);
+  d.release("b");
+  // A subscriber sees it; the event names no connection of its own.
+  auto ev = d.last(pool_event_kind::released, "b");
+  CAF_CHECK_EQUAL(ev.holder, "b");
+  CAF_CHECK_EQUAL(ev.connection, 0u);
+  CAF_CHECK_EQUAL(ev.reason, release_reason::completed);
+}
+
+CAF_TEST(the default tool names count Claude Code and OpenCode subagents) {
+  admission_driver d{pool_config{}};
+  for (auto tool : {"Agent", "Task", "task", "agent"}) {
+    auto r = d.acquire("s", tool, fg, "", tool);
+    CAF_CHECK(r.value.counted);
+    CAF_CHECK(d.release(tool));
+  }
+  for (auto tool : {"Bash", "Workflow", "tasks"})
+    CAF_CHECK(!d.acquire("s", "x", fg, "", tool).value.counted);
 }
 
 // -- watchdog -----------------------------------------------------------------

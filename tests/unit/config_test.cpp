@@ -31,7 +31,8 @@ CAF_TEST(an empty object gives the documented defaults) {
   CAF_CHECK_EQUAL(cfg.pool.queue_timeout_ms, 300000);
   CAF_CHECK_EQUAL(cfg.pool.max_hold_ms, 3600000);
   CAF_CHECK(cfg.pool.nested == nested_policy::lend);
-  CAF_CHECK_EQUAL(cfg.pool.subagent_tool_names.size(), 1u);
+  CAF_CHECK(cfg.pool.subagent_tool_names
+            == (std::vector<std::string>{"Task", "Agent", "task"}));
   CAF_CHECK_EQUAL(cfg.pool.idle_memory_ms, 10000);
   CAF_CHECK_EQUAL(cfg.run.max_concurrency, 3u);
   CAF_CHECK_EQUAL(cfg.run.max_attempts, 2u);
