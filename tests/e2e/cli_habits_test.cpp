@@ -133,3 +133,28 @@ CAF_TEST(help CMD prints the help of that command as CMD-- help does) {
   CAF_CHECK(contains(bad.err, "unknown command \"lgos\" (did you mean "
                               "\"logs\"?)"));
 }
+
+// -- empty states -------------------------------------------------------------
+
+CAF_TEST(no runs yet is an empty answer for list and status not an error) {
+  scenario s;
+  auto list = cli(s, {"list"});
+  CAF_MESSAGE(list.err);
+  CAF_CHECK_EQUAL(list.status, 0);
+  CAF_CHECK_EQUAL(list.err, "");
+  auto json_list = cli(s, {"list", "--json"});
+  CAF_CHECK_EQUAL(json_list.status, 0);
+  CAF_CHECK_EQUAL(json_list.out, "[]\n");
+  auto status = cli(s, {"status"});
+  CAF_CHECK_EQUAL(status.status, 0);
+  CAF_CHECK(contains(status.out, "no run yet"));
+  auto json_status = cli(s, {"status", "--json"});
+  CAF_CHECK_EQUAL(json_status.status, 0);
+  CAF_CHECK_EQUAL(json_status.out, "{\"run\":null,\"tasks\":[]}\n");
+  // Reading made nothing.
+  CAF_CHECK(!fs::exists(s.root / ".taskforce" / "ledger.sqlite"));
+  // A run asked for by id that is not there is still an error.
+  auto missing = cli(s, {"status", "--run", "20990101-000000-none"});
+  CAF_CHECK_EQUAL(missing.status, 2);
+  CAF_CHECK(contains(missing.err, "no run 20990101-000000-none"));
+}
