@@ -27,8 +27,11 @@ std::string did_you_mean(const std::string& word,
       found = c;
     }
   }
-  if (found.empty())
-    found = nearest(word, candidates, std::max<size_t>(2, word.size() / 3));
+  // A guess keeps something of what was typed: `go` is not `bg`.
+  if (found.empty() && word.size() > 1)
+    found = nearest(
+      word, candidates,
+      std::min(std::max<size_t>(2, word.size() / 3), word.size() - 1));
   return found.empty() ? "" : " (did you mean \"" + found + "\"?)";
 }
 

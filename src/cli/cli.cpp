@@ -152,7 +152,8 @@ int main(int argc, char** argv) {
     }
     if (rest[0] == "help") {
       // `help` alone is the overview; `help CMD` is what `CMD --help` says.
-      if (rest.size() == 1) {
+      if (rest.size() == 1 || rest[1] == "help" || rest[1] == "--help"
+          || rest[1] == "-h") {
         print_overview(std::cout);
         return exit_ok;
       }

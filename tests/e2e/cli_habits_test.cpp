@@ -134,6 +134,10 @@ CAF_TEST(a misspelt command names the nearest command) {
   CAF_CHECK_EQUAL(far.status, 2);
   CAF_CHECK(contains(far.err, "unknown command \"xyzzyplugh\""));
   CAF_CHECK(!contains(far.err, "did you mean"));
+  // A guess keeps something of what was typed.
+  auto two = cli(s, {"go"});
+  CAF_CHECK_EQUAL(two.status, 2);
+  CAF_CHECK(!contains(two.err, "did you mean"));
   // A task file given without `run`: the command to type.
   s.tasks("- [ ] One\n  - files: a.txt\n  - run: echo a > a.txt\n");
   auto file = cli(s, {"TASKS.md"});
@@ -158,6 +162,7 @@ CAF_TEST(help CMD prints the help of that command as CMD-- help does) {
   auto overview = cli(s, {"help"});
   CAF_CHECK_EQUAL(overview.status, 0);
   CAF_CHECK(contains(overview.out, "commands:"));
+  CAF_CHECK_EQUAL(cli(s, {"help", "--help"}).out, overview.out);
   // An unknown command asked about is one, with the nearest named.
   auto bad = cli(s, {"help", "lgos"});
   CAF_CHECK_EQUAL(bad.status, 2);
