@@ -28,13 +28,16 @@ const char* status_help
     "   \"tasks\": [{\"id\", \"state\", \"attempts\", \"branch\", "
     "\"merge_commit\",\n"
     "              \"reason\", \"usage\"}]}\n"
-    "each usage {\"input_tokens\", \"output_tokens\", \"cost_usd\"}.\n";
+    "each usage {\"input_tokens\", \"output_tokens\", \"cost_usd\"}. With no\n"
+    "run yet it says so (--json: {\"run\": null, \"tasks\": []}) and exits "
+    "0.\n";
 
 const char* list_help
   = "usage: taskforce list [--json]\n\n"
     "One line per run of the repository, newest first: id, file, state,\n"
     "its tasks counted by state, and the tokens and cost its workers\n"
-    "reported.\n";
+    "reported. --json prints an array of status --json objects. With no\n"
+    "runs yet it prints \"no runs yet\" (--json: []) and exits 0.\n";
 
 namespace {
 
