@@ -1,8 +1,49 @@
 #include "src/cli/args.hpp"
 
+#include <algorithm>
+
 #include "src/cli/cli.hpp"
+#include "src/text/edit_distance.hpp"
 
 namespace taskforce::cli {
+
+const std::vector<std::string> global_option_names{"--config", "--repo",
+                                                   "--log-level"};
+
+std::string did_you_mean(const std::string& word,
+                         const std::vector<std::string>& candidates) {
+  // A beginning that only one candidate has (`--fol` for `--follow`),
+  // else the nearest by edit distance.
+  auto bare = word.find_first_not_of('-');
+  std::string found;
+  if (bare != std::string::npos && word.size() - bare >= 3) {
+    for (const auto& c : candidates) {
+      if (c.size() <= word.size() || c.compare(0, word.size(), word) != 0)
+        continue;
+      if (!found.empty() && found != c) {
+        found.clear();
+        break;
+      }
+      found = c;
+    }
+  }
+  // A guess keeps something of what was typed: `go` is not `bg`.
+  if (found.empty() && word.size() > 1)
+    found = nearest(
+      word, candidates,
+      std::min(std::max<size_t>(2, word.size() / 3), word.size() - 1));
+  return found.empty() ? "" : " (did you mean \"" + found + "\"?)";
+}
+
+std::string unknown_option_message(const std::string& arg,
+                                   const std::vector<std::string>& known) {
+  auto name = arg.substr(0, arg.find('='));
+  auto candidates = known;
+  candidates.insert(candidates.end(), global_option_names.begin(),
+                    global_option_names.end());
+  candidates.emplace_back("--help");
+  return "unknown option " + name + did_you_mean(name, candidates);
+}
 
 args::args(const std::vector<std::string>& argv, std::set<std::string> valued,
            std::set<std::string> flags) {
@@ -27,10 +68,14 @@ args::args(const std::vector<std::string>& argv, std::set<std::string> valued,
         throw usage_error("option " + name + " needs a value");
       }
       given_.emplace_back(name, values_[name]);
-    } else if (flags.count(name) > 0 && eq == std::string::npos) {
+    } else if (flags.count(name) > 0) {
+      if (eq != std::string::npos)
+        throw usage_error("option " + name + " takes no value");
       flags_.insert(name);
     } else {
-      throw usage_error("unknown option " + arg);
+      std::vector<std::string> known(valued.begin(), valued.end());
+      known.insert(known.end(), flags.begin(), flags.end());
+      throw usage_error(unknown_option_message(arg, known));
     }
   }
 }

@@ -1,5 +1,6 @@
 // A small argument parser for subcommands: `--name value`, `--name=value`,
-// boolean flags and positionals. Anything unknown is a usage_error.
+// boolean flags and positionals. Anything unknown is a usage_error that
+// names the nearest known option.
 #pragma once
 
 #include <map>
@@ -10,11 +11,26 @@
 
 namespace taskforce::cli {
 
+/// The options every command takes besides its own (`taskforce --help`).
+extern const std::vector<std::string> global_option_names;
+
+/// ` (did you mean "X"?)` for the candidate nearest to `word` (a typo of a
+/// command or an option), or "" when none is near.
+std::string did_you_mean(const std::string& word,
+                         const std::vector<std::string>& candidates);
+
+/// The usage_error message for `arg`, an option no one takes: `unknown
+/// option --confg (did you mean "--config"?)`; `known` are the options of
+/// the command it was given to.
+std::string unknown_option_message(const std::string& arg,
+                                   const std::vector<std::string>& known);
+
 /// Parsed arguments of one subcommand.
 class args {
  public:
   /// Parses `argv`; `valued` take a value, `flags` do not. Throws
-  /// usage_error naming the offending argument.
+  /// usage_error naming the offending argument (and, for an unknown option,
+  /// the nearest one known).
   args(const std::vector<std::string>& argv, std::set<std::string> valued,
        std::set<std::string> flags);
 

@@ -6,6 +6,7 @@
 
 #include <git2.h>
 
+#include "src/cli/args.hpp"
 #include "src/log/logging.hpp"
 #include "src/store/ledger.hpp"
 
@@ -27,7 +28,8 @@ void print_overview(std::ostream& out) {
     name.resize(std::max<size_t>(name.size() + 2, 10), ' ');
     out << "  " << name << cmd.summary << '\n';
   }
-  out << "\nRun `taskforce <command> --help` for a command's options.\n"
+  out << "\nRun `taskforce help <command>` (or `taskforce <command> --help`) "
+         "for a command's\noptions.\n"
          "Exit status: 0 success, 1 the work failed or paused, 2 bad input.\n"
          "Log level: --log-level or TASKFORCE_LOG ("
       << log_level_names << "; default warn).\n";
@@ -64,12 +66,35 @@ std::vector<std::string> take_global_options(std::vector<std::string> argv,
   return rest;
 }
 
+/// The command called `name` (hidden ones too), or nullptr.
+const command* find_command(const std::string& name) {
+  for (const auto& cmd : commands())
+    if (name == cmd.name)
+      return &cmd;
+  return nullptr;
+}
+
+/// The usage_error for `word`, a command no one knows, with the nearest
+/// listed one (a task file given without `run`: the `run` to type).
+usage_error unknown_command(const std::string& word) {
+  std::vector<std::string> names{"help"};
+  for (const auto& cmd : commands())
+    if (*cmd.summary != '\0')
+      names.emplace_back(cmd.name);
+  auto hint = did_you_mean(word, names);
+  std::error_code ec;
+  if (hint.empty() && fs::is_regular_file(word, ec))
+    hint = " (to run a task file: taskforce run " + word + ")";
+  return usage_error("unknown command \"" + word + "\"" + hint
+                     + "; see taskforce --help");
+}
+
 } // namespace
 
 std::optional<std::string> find_repository(const std::string& start) {
   std::error_code ec;
-  auto dir = fs::absolute(start.empty() ? fs::current_path() : fs::path{start},
-                          ec);
+  auto dir
+    = fs::absolute(start.empty() ? fs::current_path() : fs::path{start}, ec);
   if (ec)
     return std::nullopt;
   for (auto p = dir.lexically_normal(); !p.empty(); p = p.parent_path()) {
@@ -88,7 +113,8 @@ std::string repository_of(const global_options& opts) {
       throw usage_error("--repo " + opts.repo + ": no such directory");
     auto top = find_repository(opts.repo);
     if (!top)
-      throw usage_error("--repo " + opts.repo + ": not inside a git repository");
+      throw usage_error("--repo " + opts.repo
+                        + ": not inside a git repository");
     return *top;
   }
   auto top = find_repository("");
@@ -100,8 +126,8 @@ std::string repository_of(const global_options& opts) {
 config effective_config(const global_options& opts) {
   if (!opts.config_file.empty())
     return load_config(opts.config_file);
-  auto top = opts.repo.empty() ? find_repository("")
-                               : find_repository(opts.repo);
+  auto top
+    = opts.repo.empty() ? find_repository("") : find_repository(opts.repo);
   if (top) {
     auto local = fs::path{*top} / ".taskforce" / "config.json";
     std::error_code ec;
@@ -116,8 +142,7 @@ int main(int argc, char** argv) {
   global_options opts;
   try {
     auto rest = take_global_options(all, opts);
-    if (rest.empty() || rest[0] == "--help" || rest[0] == "-h"
-        || rest[0] == "help") {
+    if (rest.empty() || rest[0] == "--help" || rest[0] == "-h") {
       print_overview(std::cout);
       return rest.empty() ? exit_usage : exit_ok;
     }
@@ -125,13 +150,27 @@ int main(int argc, char** argv) {
       std::cout << "taskforce " << TASKFORCE_VERSION << '\n';
       return exit_ok;
     }
-    const command* chosen = nullptr;
-    for (const auto& cmd : commands())
-      if (rest[0] == cmd.name)
-        chosen = &cmd;
+    if (rest[0] == "help") {
+      // `help` alone is the overview; `help CMD` is what `CMD --help` says.
+      if (rest.size() == 1 || rest[1] == "help" || rest[1] == "--help"
+          || rest[1] == "-h") {
+        print_overview(std::cout);
+        return exit_ok;
+      }
+      auto* wanted = find_command(rest[1]);
+      if (wanted == nullptr)
+        throw unknown_command(rest[1]);
+      std::cout << wanted->help;
+      return exit_ok;
+    }
+    // An option before the command that no one takes is a misspelt
+    // option, not a command.
+    if (rest[0].size() > 1 && rest[0][0] == '-' && rest[0] != "--")
+      throw usage_error(
+        unknown_option_message(rest[0], {"--help", "--version"}));
+    const command* chosen = find_command(rest[0]);
     if (chosen == nullptr)
-      throw usage_error("unknown command \"" + rest[0]
-                        + "\" (see taskforce --help)");
+      throw unknown_command(rest[0]);
     std::vector<std::string> args(rest.begin() + 1, rest.end());
     for (const auto& arg : args) {
       if (arg == "--")

@@ -28,13 +28,16 @@ const char* status_help
     "   \"tasks\": [{\"id\", \"state\", \"attempts\", \"branch\", "
     "\"merge_commit\",\n"
     "              \"reason\", \"usage\"}]}\n"
-    "each usage {\"input_tokens\", \"output_tokens\", \"cost_usd\"}.\n";
+    "each usage {\"input_tokens\", \"output_tokens\", \"cost_usd\"}. With no\n"
+    "run yet it says so (--json: {\"run\": null, \"tasks\": []}) and exits "
+    "0.\n";
 
 const char* list_help
   = "usage: taskforce list [--json]\n\n"
     "One line per run of the repository, newest first: id, file, state,\n"
     "its tasks counted by state, and the tokens and cost its workers\n"
-    "reported.\n";
+    "reported. --json prints an array of status --json objects. With no\n"
+    "runs yet it prints \"no runs yet\" (--json: []) and exits 0.\n";
 
 namespace {
 
@@ -102,14 +105,25 @@ int run_status_command(const std::vector<std::string>& argv,
   if (!parsed.positionals().empty())
     throw usage_error("status takes no arguments");
   auto root = repository_of(opts);
-  auto db = open_ledger(root, false);
-  auto run = pick_run(db, parsed.value("--run"));
-  auto st = db.status(run.id);
+  auto db = open_ledger_if_any(root);
+  if (!parsed.has("--run") && (!db || !db->latest_run())) {
+    // No run yet is an answer, not an error.
+    if (parsed.flag("--json"))
+      std::cout << R"({"run":null,"tasks":[]})" << '\n';
+    else
+      std::cout << "no run yet in " << root
+                << " (start one with taskforce run FILE)\n";
+    return exit_ok;
+  }
+  if (!db)
+    throw usage_error("no run " + parsed.value("--run"));
+  auto run = pick_run(*db, parsed.value("--run"));
+  auto st = db->status(run.id);
   if (parsed.flag("--json")) {
     std::cout << to_status_json(*st) << '\n';
     return exit_ok;
   }
-  auto unread = store::mailbox{db}.undelivered_counts(run.id);
+  auto unread = store::mailbox{*db}.undelivered_counts(run.id);
   bool ask = asks_user_on_blocked(st->run);
   std::cout << "run " << run.id << " (" << st->run.file;
   for (auto& f : st->added_files)
@@ -150,7 +164,7 @@ int run_status_command(const std::vector<std::string>& argv,
     total.cost_usd += t.usage.cost_usd;
   }
   std::cout << usage_line(total) << "\n\n"
-            << format_job_log(st->run, db.job_log(run.id), now_ms());
+            << format_job_log(st->run, db->job_log(run.id), now_ms());
   if (auto note = budget_note(st->run, total); !note.empty())
     steps.insert(steps.begin(), note);
   if (!steps.empty()) {
@@ -167,13 +181,15 @@ int run_list_command(const std::vector<std::string>& argv,
   if (!parsed.positionals().empty())
     throw usage_error("list takes no arguments");
   auto root = repository_of(opts);
-  auto db = open_ledger(root, false);
-  auto runs = db.list_runs();
+  // A repository that never ran anything has no runs to list: an empty
+  // list, not an error.
+  auto db = open_ledger_if_any(root);
+  auto runs = db ? db->list_runs() : std::vector<store::run_summary>{};
   if (parsed.flag("--json")) {
     std::cout << '[';
     bool first = true;
     for (auto& r : runs) {
-      auto st = db.status(r.run.id);
+      auto st = db->status(r.run.id);
       if (!first)
         std::cout << ',';
       first = false;
@@ -183,7 +199,7 @@ int run_list_command(const std::vector<std::string>& argv,
     return exit_ok;
   }
   if (runs.empty())
-    std::cout << "no runs\n";
+    std::cout << "no runs yet\n";
   for (auto& r : runs) {
     std::cout << r.run.id << "  " << r.run.file << "  "
               << to_string(r.run.state) << "  " << r.total << " tasks:";

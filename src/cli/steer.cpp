@@ -22,6 +22,13 @@ store::ledger open_ledger(const fs::path& root, bool write) {
   return store::ledger::open(path, o);
 }
 
+std::optional<store::ledger> open_ledger_if_any(const fs::path& root) {
+  std::error_code ec;
+  if (!fs::exists(state_dir(root) / store::ledger_file_name, ec))
+    return std::nullopt;
+  return open_ledger(root, false);
+}
+
 store::run_row pick_run(const store::ledger& db, const std::string& run_id) {
   if (!run_id.empty()) {
     auto row = db.find_run(run_id);

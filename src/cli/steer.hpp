@@ -15,6 +15,11 @@ namespace taskforce::cli {
 /// usage_error when the repository has never run anything.
 store::ledger open_ledger(const std::filesystem::path& root, bool write);
 
+/// The repository's ledger opened read-only, or nullopt when the repository
+/// has never run anything (for the commands where none is an answer).
+std::optional<store::ledger>
+open_ledger_if_any(const std::filesystem::path& root);
+
 /// The run a command means: `--run ID` when given, else the latest
 /// unfinished run, else the latest run. Throws usage_error when none.
 store::run_row pick_run(const store::ledger& db, const std::string& run_id);
