@@ -60,12 +60,16 @@ CAF_TEST(no line of the table is as wide as the terminal in 80 or 60 columns) {
   auto waiting = task("t4", "review", "Review me");
   waiting.note = "awaiting approval: taskforce approve t4 " + long_title;
   tasks.push_back(waiting);
+  // A title cannot move the cursor or clear the screen.
+  tasks.push_back(task("t5", "pending", "evil\x1b[2J\x1b[10Atitle\r"));
   for (size_t cols : {160u, 80u, 60u, 50u, 30u, 12u}) {
     auto frame = layout_table(tasks, "4 tasks: " + long_title, {cols, 24});
     for (auto& l : frame) {
       CAF_CHECK_LESS(display_width(l.text), cols);
       CAF_CHECK(!contains(l.text, "\n"));
       CAF_CHECK(!contains(l.text, "\t"));
+      CAF_CHECK(!contains(l.text, "\x1b"));
+      CAF_CHECK(!contains(l.text, "\r"));
     }
   }
 }
