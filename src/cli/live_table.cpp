@@ -12,20 +12,8 @@ namespace taskforce::cli {
 
 namespace {
 
-bool final_state(const std::string& s) {
-  return s == "done" || s == "failed" || s == "skipped" || s == "blocked"
-         || s == "conflict" || s == "review";
-}
-
 bool has_usage(const token_usage& u) {
   return u.input_tokens > 0 || u.output_tokens > 0 || u.cost_usd > 0;
-}
-
-std::string fit(std::string text, size_t width) {
-  if (text.size() > width)
-    text = text.substr(0, width - 1) + "~";
-  text.resize(width, ' ');
-  return text;
 }
 
 } // namespace
@@ -41,8 +29,8 @@ int64_t now_ms() {
     .count();
 }
 
-live_table::live_table(std::ostream& out, bool tty, bool color)
-  : out_(out), tty_(tty), color_(color && tty) {}
+live_table::live_table(std::ostream& out, view_mode mode, bool color)
+  : out_(out), mode_(mode), color_(color && mode != view_mode::plain) {}
 
 void live_table::write_events_to(const std::string& path) {
   events_.open(path, std::ios::out | std::ios::trunc);
@@ -151,13 +139,16 @@ void live_table::apply(const run_event& ev) {
     row.state = state;
     row.attempt = ev.attempt > 0 ? ev.attempt : row.attempt;
     row.reason = ev.reason;
-    row.ended_ms = final_state(state) ? ev.time_ms : 0;
+    row.ended_ms = is_final_state(state) ? ev.time_ms : 0;
     row.tokens += ev.spent.input_tokens + ev.spent.output_tokens;
     row.cost_usd += ev.spent.cost_usd;
   }
-  if (tty_)
+  if (mode_ != view_mode::plain)
     return;
-  // Plain mode: one line per transition, stable and greppable.
+  // Plain mode: one line per transition, stable and greppable. How the run
+  // ended is the driver's last line, said once.
+  if (ev.task_id.empty() && ev.run != run_state::running)
+    return;
   if (ev.task_id.empty()) {
     out_ << "run " << ev.run_id << ": " << state;
   } else {
@@ -179,44 +170,105 @@ void live_table::apply(const run_event& ev) {
   out_.flush();
 }
 
-void live_table::redraw(int64_t now) {
-  if (!tty_)
-    return;
-  std::string text;
-  if (drawn_lines_ > 0)
-    text += "\x1b[" + std::to_string(drawn_lines_) + "F";
-  size_t lines = 0;
-  auto line = [&](const std::string& s) {
-    text += s;
-    text += "\x1b[K\n";
-    ++lines;
-  };
-  line(fit("TASK", 10) + fit("TITLE", 33) + " " + fit("STATE", 12)
-       + fit("TRY", 5) + fit("ELAPSED", 9) + fit("COST", 10));
+std::vector<view_task> live_table::view(int64_t now) const {
+  std::vector<view_task> out;
+  out.reserve(rows_.size());
   for (auto& row : rows_) {
-    std::string elapsed;
+    view_task t;
+    t.id = row.id;
+    t.title = row.title;
+    t.state = row.state;
+    t.attempt = row.attempt;
     if (row.started_ms > 0)
-      elapsed = format_elapsed((row.ended_ms > 0 ? row.ended_ms : now)
-                               - row.started_ms);
-    auto state = fit(row.state, 12);
-    std::string cost = row.tokens > 0 || row.cost_usd > 0
-                         ? run::format_cost(row.cost_usd)
-                         : "";
-    std::string l = fit(row.id, 10) + fit(row.title, 33) + " "
-                    + paint(row.state, state)
-                    + fit(row.attempt > 0 ? std::to_string(row.attempt) : "", 5)
-                    + fit(elapsed, 9) + fit(cost, 10);
-    if (!row.reason.empty() && row.state != "done")
-      l += "  " + fit(row.reason, 40);
-    line(l);
-    auto note = awaiting_note(row.id, row.state, ask_user_on_blocked_);
-    if (!note.empty())
-      line(std::string(10, ' ') + "-> " + note);
+      t.elapsed = format_elapsed((row.ended_ms > 0 ? row.ended_ms : now)
+                                 - row.started_ms);
+    if (row.tokens > 0 || row.cost_usd > 0)
+      t.cost = run::format_cost(row.cost_usd);
+    t.reason = row.reason;
+    t.note = awaiting_note(row.id, row.state, ask_user_on_blocked_);
+    out.push_back(std::move(t));
   }
-  line(summary());
-  drawn_lines_ = lines;
+  return out;
+}
+
+std::string live_table::timing(int64_t now) const {
+  std::vector<task_timing> times;
+  times.reserve(rows_.size());
+  for (auto& row : rows_)
+    times.push_back({row.started_ms, row.ended_ms, is_final_state(row.state)});
+  return timing_text(now - start_ms_, estimate_eta(times, now, parallel_));
+}
+
+std::string live_table::to_drawn_start() const {
+  if (drawn_widths_.empty())
+    return {};
+  // Counted in the terminal's rows now: a terminal that narrowed since
+  // reflowed the longer lines onto more rows.
+  auto up = physical_rows(drawn_widths_, screen_.cols);
+  if (!cursor_below_)
+    --up;
+  std::string text = "\r";
+  if (up > 0)
+    text += "\x1b[" + std::to_string(up) + "F";
+  return text;
+}
+
+void live_table::draw(const std::vector<frame_line>& lines, bool newline) {
+  // Each line overwrites one drawn before and clears the rest of its row;
+  // what is left below is cleared after the new lines. Never a clear from
+  // the screen's first cell: tmux would scroll the whole screen into the
+  // scrollback, a stale copy.
+  std::string text = to_drawn_start();
+  auto old_rows = physical_rows(drawn_widths_, screen_.cols);
+  drawn_widths_.clear();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    auto& l = lines[i];
+    if (l.state_len > 0)
+      text += l.text.substr(0, l.state_at)
+              + paint(l.state, l.text.substr(l.state_at, l.state_len))
+              + l.text.substr(l.state_at + l.state_len);
+    else
+      text += l.text;
+    text += "\x1b[K";
+    if (newline || i + 1 < lines.size())
+      text += '\n';
+    drawn_widths_.push_back(display_width(l.text));
+  }
+  if (!lines.empty())
+    text += "\x1b[J";
+  else if (old_rows > 0)
+    text += old_rows > 1 ? "\x1b[K\x1b[E\x1b[J\x1b[F" : "\x1b[K";
+  cursor_below_ = newline;
   out_ << text;
   out_.flush();
+}
+
+void live_table::redraw(int64_t now) {
+  switch (mode_) {
+    case view_mode::plain: return;
+    case view_mode::table:
+      draw(layout_table(view(now), summary() + "; " + timing(now), screen_),
+           true);
+      return;
+    case view_mode::status_line:
+      draw(
+        {frame_line{
+          layout_status_line(view(now), timing(now), screen_.cols), 0, 0, {}}},
+        false);
+      return;
+    case view_mode::status_lines: {
+      // No cursor to move: a new line when a task changed, never for the
+      // clock alone.
+      auto tasks = view(now);
+      auto what = layout_status_line(tasks, "", screen_.cols);
+      if (what == printed_status_)
+        return;
+      printed_status_ = what;
+      out_ << layout_status_line(tasks, timing(now), screen_.cols) << '\n';
+      out_.flush();
+      return;
+    }
+  }
 }
 
 std::string live_table::summary() const {
@@ -242,7 +294,28 @@ std::string live_table::summary() const {
 }
 
 void live_table::finish(int64_t now) {
-  redraw(now);
+  switch (mode_) {
+    case view_mode::plain:
+    case view_mode::status_lines: return;
+    case view_mode::status_line:
+      // Ninja's way: the status line goes; the summary line says it all.
+      draw({}, true);
+      drawn_widths_.clear();
+      return;
+    case view_mode::table: {
+      // Every task's row, once: nothing redraws it, so it can be longer
+      // than the screen. The summary line follows it.
+      auto lines = layout_table(view(now), "", screen_, true);
+      lines.pop_back();
+      draw(lines, true);
+      drawn_widths_.clear();
+      return;
+    }
+  }
+}
+
+std::string live_table::final_line(int64_t now) const {
+  return summary() + "; " + format_elapsed(now - start_ms_);
 }
 
 } // namespace taskforce::cli

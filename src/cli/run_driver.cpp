@@ -1,6 +1,7 @@
 #include "src/cli/run_driver.hpp"
 
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,9 +47,20 @@ extern "C" void on_interrupt(int) {
   }
 }
 
+// -- the terminal's size
+// -------------------------------------------------------
+
+/// Set when the terminal changed its size: the live view redraws at once.
+std::atomic<bool> resized{false};
+
+extern "C" void on_resize(int) {
+  resized = true;
+}
+
 struct signal_guard {
   struct sigaction old_int {};
   struct sigaction old_term {};
+  struct sigaction old_winch {};
   signal_guard() {
     interrupts = 0;
     struct sigaction sa {};
@@ -56,17 +68,54 @@ struct signal_guard {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &old_int);
     sigaction(SIGTERM, &sa, &old_term);
+    struct sigaction winch {};
+    winch.sa_handler = on_resize;
+    winch.sa_flags = SA_RESTART;
+    sigemptyset(&winch.sa_mask);
+    sigaction(SIGWINCH, &winch, &old_winch);
   }
   ~signal_guard() {
     sigaction(SIGINT, &old_int, nullptr);
     sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGWINCH, &old_winch, nullptr);
   }
 };
 
+/// Whether the terminal moves the cursor: TERM is set and not "dumb".
+bool smart_terminal() {
+  auto* term = std::getenv("TERM");
+  return term != nullptr && *term != '\0' && std::string{term} != "dumb";
+}
+
+/// The size of the terminal on standard output; else $COLUMNS and $LINES;
+/// else 80x24.
+screen_size terminal_size() {
+  screen_size size;
+  auto env = [](const char* name, size_t fallback) {
+    auto* v = std::getenv(name);
+    auto n = v ? std::atoi(v) : 0;
+    return n > 0 ? static_cast<size_t>(n) : fallback;
+  };
+  size.cols = env("COLUMNS", size.cols);
+  size.rows = env("LINES", size.rows);
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
+    if (ws.ws_col > 0)
+      size.cols = ws.ws_col;
+    if (ws.ws_row > 0)
+      size.rows = ws.ws_row;
+  }
+  return size;
+}
+
 /// The run's job log and usage as the ledger has them now (a ledger that
-/// cannot be read leaves them out: the run's outcome is what matters).
-void print_job_log(const std::filesystem::path& root,
-                   const std::string& run_id) {
+/// cannot be read leaves them out: the run's outcome is what matters). On
+/// a terminal the last table already showed every task and the summary
+/// line carries the usage: only a budget's note is added (`status` shows
+/// the job log), fitted to the terminal's `width` (0 = not a terminal).
+void print_job_log(const std::filesystem::path& root, const std::string& run_id,
+                   size_t width) {
+  bool on_terminal = width > 0;
   try {
     store::ledger_options o;
     o.read_only = true;
@@ -75,11 +124,14 @@ void print_job_log(const std::filesystem::path& root,
     auto st = db.status(run_id);
     if (!st)
       return;
-    std::cout << '\n'
-              << format_job_log(st->run, db.job_log(run_id), now_ms())
-              << usage_line(db.run_usage(run_id)) << '\n';
+    if (!on_terminal)
+      std::cout << '\n'
+                << format_job_log(st->run, db.job_log(run_id), now_ms())
+                << usage_line(db.run_usage(run_id)) << '\n';
     if (auto note = budget_note(st->run, db.run_usage(run_id)); !note.empty())
-      std::cout << note << '\n';
+      for (auto& line :
+           on_terminal ? wrap_words(note, width) : std::vector{note})
+        std::cout << line << '\n';
   } catch (const std::exception& e) {
     std::cerr << "taskforce: cannot show the job log: " << e.what() << '\n';
   }
@@ -137,7 +189,13 @@ int drive_run(const drive_options& opts) {
   caf::actor_system sys{sys_cfg};
   caf::scoped_actor self{sys};
   bool tty = !opts.plain && ::isatty(1) == 1;
-  live_table table{std::cout, tty, color_wanted()};
+  auto screen = terminal_size();
+  bool smart = smart_terminal();
+  live_table table{std::cout, choose_mode(tty, smart, opts.plain, screen),
+                   color_wanted()};
+  table.set_screen(screen);
+  table.set_start(now_ms());
+  table.set_parallel(std::max<uint64_t>(1, opts.cfg.run.max_concurrency));
   if (!opts.events_file.empty())
     table.write_events_to(opts.events_file);
   {
@@ -174,10 +232,26 @@ int drive_run(const drive_options& opts) {
   host.start();
   std::string final_state, final_reason;
   bool asked_to_pause = false;
+  int64_t drawn_at = 0;
+  // Redraws at most five times a second, and at once when the terminal's
+  // size changed (it may also change how the view draws).
+  auto refresh = [&](bool now) {
+    auto t = now_ms();
+    if (!now && !resized && t - drawn_at < 200)
+      return;
+    if (tty && resized.exchange(false)) {
+      screen = terminal_size();
+      table.set_screen(screen);
+      table.set_mode(choose_mode(tty, smart, opts.plain, screen));
+    }
+    drawn_at = t;
+    table.redraw(t);
+  };
   while (final_state.empty()) {
     self->receive(
       [&](run_event& ev) {
         table.apply(ev);
+        refresh(false);
       },
       [&](finished_atom, run_state state, std::string& reason) {
         final_state = to_string(state);
@@ -198,10 +272,15 @@ int drive_run(const drive_options& opts) {
                            "once)\n";
             host.pause("interrupted by Ctrl-C", true);
           }
-          table.redraw(now_ms());
+          refresh(true);
         });
   }
-  table.finish(now_ms());
+  if (tty && resized.exchange(false)) {
+    screen = terminal_size();
+    table.set_screen(screen);
+  }
+  auto ended_ms = now_ms();
+  table.finish(ended_ms);
   self->demonitor(host.orchestrator().address());
   host.stop();
   // What this run merged is learned now, so `plan` shows it at once.
@@ -210,20 +289,27 @@ int drive_run(const drive_options& opts) {
   } catch (const std::exception& e) {
     std::cerr << "taskforce: co-change learning: " << e.what() << '\n';
   }
-  print_job_log(opts.root, run_id);
+  print_job_log(opts.root, run_id,
+                table.mode() == view_mode::plain ? 0 : screen.cols);
   // Counted from the ledger's point of view: what the orchestrator recorded.
   int code = exit_failed;
   if (final_state == "completed" && final_reason.empty())
     code = exit_ok;
-  if (final_state == "completed")
-    std::cout << "run " << run_id << " completed"
-              << (final_reason.empty() ? "" : ": " + final_reason) << '\n';
-  else if (final_state == "paused")
-    std::cout << "run " << run_id << " paused: " << final_reason
-              << "\nresume with: taskforce resume\n";
-  else
-    std::cout << "run " << run_id << " " << final_state
-              << (final_reason.empty() ? "" : ": " + final_reason) << '\n';
+  // One line says how the run ended, with its counts and time (on a
+  // terminal broken at spaces where it would wrap).
+  auto summary = "run " + run_id + " " + final_state
+                 + (final_reason.empty() ? "" : ": " + final_reason) + " ("
+                 + table.final_line(ended_ms) + ")";
+  if (table.mode() == view_mode::plain) {
+    std::cout << summary << '\n';
+  } else {
+    if (tty && resized.exchange(false))
+      screen = terminal_size();
+    for (auto& line : wrap_words(summary, screen.cols))
+      std::cout << line << '\n';
+  }
+  if (final_state == "paused")
+    std::cout << "resume with: taskforce resume\n";
   return code;
 }
 

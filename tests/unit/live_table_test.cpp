@@ -30,7 +30,7 @@ run_event task_event_of(const std::string& id, task_state s,
 
 CAF_TEST(the table shows what a waiting task needs and the command for it) {
   std::ostringstream out;
-  live_table table{out, false, false};
+  live_table table{out, view_mode::plain, false};
   table.apply(task_event_of("t1", task_state::review, "kept for review"));
   table.apply(task_event_of("t2", task_state::blocked, "which key?"));
   table.apply(task_event_of("t3", task_state::held, "[NEEDS DECISION: x]"));
@@ -42,7 +42,7 @@ CAF_TEST(the table shows what a waiting task needs and the command for it) {
   CAF_CHECK(contains(text, "held: taskforce approve t3"));
   CAF_CHECK(!contains(text, "t4: done (attempt 1) ["));
   std::ostringstream asking;
-  live_table kept{asking, true, false};
+  live_table kept{asking, view_mode::table, false};
   kept.set_ask_user_on_blocked(true);
   kept.set_rows({table_row{"t2", "Ask", "blocked", 1, 0, 0, "which key?"}});
   kept.redraw(0);
