@@ -161,7 +161,7 @@ struct orchestrator_setup {
   /// How long changes that start nothing (a merged task becoming done) may
   /// wait to share the next batch's write while work is still running: one
   /// fsync per finished task instead of two. 0 writes every batch at once.
-  std::chrono::milliseconds linger{20};
+  std::chrono::milliseconds linger{50};
 };
 
 /// Spawns the orchestrator of one run (cooperatively scheduled: it never
