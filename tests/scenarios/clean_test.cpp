@@ -1,6 +1,6 @@
 // What runs that are over leave behind: `clean` lists it, removes what
 // holds no work with --yes and work only with --force, never touches an
-// unfinished run's; `status` counts it.
+// unfinished run's; `status` counts it; `discard` points at an older run's.
 #define CAF_SUITE scenarios.clean
 #include <caf/test/unit_test.hpp>
 
@@ -141,4 +141,27 @@ CAF_TEST(clean removes nothing while a run is driven) {
   CAF_CHECK(fs::exists(wt / "a.txt"));
   // Listing still works.
   CAF_CHECK_EQUAL(s.tf({"clean"}).code, 0);
+}
+
+CAF_TEST(discard points at an older run that still holds the task) {
+  scenario s;
+  auto old = aborted_run(s);
+  auto wt = s.root / ".taskforce" / "worktrees" / old / "t1";
+  // A new run of another file whose t1 is merged: it holds nothing of t1.
+  s.set_config("{}");
+  s.tasks("- [ ] Other\n  - files: o.txt\n  - run: echo o > o.txt\n",
+          "OTHER.md");
+  CAF_REQUIRE_EQUAL(s.tf({"run", "OTHER.md"}).code, 0);
+  auto r = s.tf({"discard", "t1"});
+  CAF_MESSAGE(r.output);
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK(!contains(r.output, "nothing to discard"));
+  CAF_CHECK(contains(r.output, "older runs still do: worktree "));
+  CAF_CHECK(contains(r.output, "taskforce discard t1 --run " + old));
+  CAF_CHECK(fs::exists(wt / "a.txt"));
+  // Following the advice removes it.
+  CAF_CHECK_EQUAL(s.tf({"discard", "t1", "--run", old}).code, 0);
+  CAF_CHECK(!fs::exists(wt));
+  CAF_CHECK_EQUAL(s.tf({"discard", "t1"}).output,
+                  "nothing to discard for t1\n");
 }
