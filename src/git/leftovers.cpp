@@ -1,5 +1,6 @@
 #include "src/git/leftovers.hpp"
 
+#include <cctype>
 #include <optional>
 #include <set>
 
@@ -69,10 +70,28 @@ struct judge {
   const std::map<std::string, run_facts>& runs;
   std::string head_branch_name;
 
-  /// Whether the run's leftovers are a resume's to use.
-  bool in_use(const std::string& run_id) const {
+  /// Whether the run's leftovers are a resume's to use, or `run_id` is no
+  /// run's at all: the ledger does not know it and it is not shaped like a
+  /// run id (`20261202-055014-247e`), so a branch such as
+  /// `taskforce/fix/parser` is the user's.
+  bool not_ours(const std::string& run_id) const {
     auto r = runs.find(run_id);
-    return r != runs.end() && r->second.unfinished;
+    if (r != runs.end())
+      return r->second.unfinished;
+    auto digits = [&](size_t from, size_t n) {
+      for (size_t i = from; i < from + n; ++i)
+        if (i >= run_id.size()
+            || !std::isdigit(static_cast<unsigned char>(run_id[i])))
+          return false;
+      return true;
+    };
+    if (run_id.size() < 17 || !digits(0, 8) || run_id[8] != '-' || !digits(9, 6)
+        || run_id[15] != '-')
+      return true;
+    for (size_t i = 16; i < run_id.size(); ++i)
+      if (!std::isxdigit(static_cast<unsigned char>(run_id[i])))
+        return true;
+    return false;
   }
 
   std::string base_of(const std::string& run_id) const {
@@ -135,7 +154,7 @@ find_leftovers(repository& repo, const fs::path& root,
     l.run_id = run_of_branch(wt.branch);
     if (l.run_id.empty())
       l.run_id = (in_tree ? *in_tree : *in_scratch).begin()->string();
-    if (j.in_use(l.run_id))
+    if (j.not_ours(l.run_id))
       continue;
     std::error_code ec;
     if (!fs::exists(wt.path / ".git", ec)) {
@@ -168,7 +187,7 @@ find_leftovers(repository& repo, const fs::path& root,
   }
   for (auto& b : list_branches(repo, branch_prefix)) {
     auto run_id = run_of_branch(b.name);
-    if (run_id.empty() || checked_out.count(b.name) > 0 || j.in_use(run_id))
+    if (run_id.empty() || checked_out.count(b.name) > 0 || j.not_ours(run_id))
       continue;
     leftover l;
     l.what = leftover::kind::branch;
@@ -185,7 +204,7 @@ find_leftovers(repository& repo, const fs::path& root,
       if (!runs_it->is_directory(ec))
         continue;
       auto run_id = runs_it->path().filename().string();
-      if (j.in_use(run_id))
+      if (j.not_ours(run_id))
         continue;
       bool any = false;
       std::error_code ec2;

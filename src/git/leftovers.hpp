@@ -5,7 +5,9 @@
 //
 // A leftover belongs to a run (from its branch `taskforce/<run>/<task>` or
 // its folder `.taskforce/worktrees/<run>/...`); the leftovers of a run that
-// can still continue (running or paused) are that run's, never listed.
+// can still continue (running or paused) are that run's, never listed, and
+// so is anything whose run id the ledger does not know and that is not
+// shaped like one (a user's branch `taskforce/fix/parser`).
 // Each says whether it holds work: uncommitted or untracked files, commits
 // its run's base branch does not have, a worktree set aside after an
 // attempt moved its HEAD, or files in a folder that is no worktree. Only

@@ -106,10 +106,14 @@ CAF_TEST(unmerged commits on a task branch are work) {
                                     + "  holds work: commits not merged into "
                                       "main"));
   CAF_CHECK(contains(list.output, "taskforce clean --force removes them"));
+  // A branch of the user's under taskforce/ is no run's, merged or not.
+  git_ok(s.root, {"branch", "taskforce/fix/parser", "main"});
+  CAF_CHECK(!contains(s.tf({"clean"}).output, "fix/parser"));
   s.tf({"clean", "--yes"});
-  CAF_CHECK_EQUAL(task_branches(s).size(), 1u);
+  CAF_CHECK_EQUAL(task_branches(s).size(), 2u);
   s.tf({"clean", "--force"});
-  CAF_CHECK(task_branches(s).empty());
+  CAF_CHECK_EQUAL(task_branches(s),
+                  std::vector<std::string>{"taskforce/fix/parser"});
 }
 
 CAF_TEST(an unfinished run keeps its worktrees from clean) {
