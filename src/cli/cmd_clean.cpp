@@ -28,11 +28,13 @@ const char* clean_help
     "after an attempt moved its HEAD, files in a folder that is no\n"
     "worktree. Like `git clean -n`, listing is all it does by default.\n"
     "The worktrees and branches of an unfinished (running or paused) run\n"
-    "are that run's: clean never lists or removes them.\n\n"
+    "are that run's: clean never lists or removes them; nor a branch under\n"
+    "taskforce/ whose run the ledger does not know and that is not shaped\n"
+    "like a run id (taskforce/fix/parser is yours).\n\n"
     "  --yes     remove the leftovers that hold no work\n"
     "  --force   remove every leftover, work included (implies --yes)\n\n"
-    "Removing is refused while a process drives a run. Exit status: 0\n"
-    "(also when work was kept: each kept one is named), 2 bad usage.\n";
+    "Exit status: 0, also when --yes kept work (each kept one is named);\n"
+    "2 bad usage, or --yes/--force while a process drives a run.\n";
 
 std::vector<git::leftover> leftovers_of(const fs::path& root) {
   std::map<std::string, git::run_facts> runs;
