@@ -1,7 +1,7 @@
 // The bridge: one per protocol connection (stdio or TCP). It turns JSON lines
 // into typed requests to the pool and writes responses and events back.
 //
-// Contract (the README, "The protocol, for harness authors"):
+// Contract (docs/protocol.md, "Requests, responses and events"):
 // - Input arrives as byte chunks (`std::string`, answered with `ok` once the
 //   chunk is consumed, so a reader sends the next one only then) and ends
 //   with `close`. Lines longer than max_line_bytes are refused with

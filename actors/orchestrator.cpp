@@ -1,5 +1,6 @@
 #include "actors/orchestrator.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <memory>
@@ -101,6 +102,8 @@ struct orchestrator_state {
   commit_unit gathering;
   /// The batch (and run change) with the ledger, if any.
   std::optional<commit_unit> in_flight;
+  /// A timer will write what lingers in `gathering`.
+  bool linger_armed = false;
   /// Per task: the serial of its latest change.
   std::vector<uint64_t> last_change;
   uint64_t change_serial = 0;
@@ -127,7 +130,7 @@ struct orchestrator_state {
 using self_ptr = orchestrator_actor::stateful_pointer<orchestrator_state>;
 
 void step(self_ptr self, run::decision d, annotation a = {});
-void flush(self_ptr self);
+void flush(self_ptr self, bool now = false);
 void look(self_ptr self, bool after_refusal = false);
 void maybe_finish(self_ptr self);
 void ledger_failed(self_ptr self, const std::string& why);
@@ -626,11 +629,33 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
   maybe_finish(self);
 }
 
-/// Sends what gathered, unless a unit is with the ledger.
-void flush(self_ptr self) {
+/// Whether what gathered may wait for company: it starts nothing and
+/// nobody waits for it, and a worker or a merge still under way will bring
+/// the next batch (the timer bounds the wait when it does not).
+bool may_linger(self_ptr self) {
+  auto& st = self->state;
+  if (st.setup.linger.count() <= 0 || st.gathering.run
+      || (st.workers.empty() && st.at_git.empty()))
+    return false;
+  return std::all_of(st.gathering.changes.begin(), st.gathering.changes.end(),
+                     [](const pending_change& p) {
+                       return !p.wait && p.change.then == run::follow_up::none;
+                     });
+}
+
+/// Sends what gathered, unless a unit is with the ledger or it may linger
+/// (`now` ends the lingering).
+void flush(self_ptr self, bool now) {
   auto& st = self->state;
   if (st.in_flight || !st.lost.empty() || st.gathering.empty())
     return;
+  if (!now && may_linger(self)) {
+    if (!st.linger_armed) {
+      st.linger_armed = true;
+      self->delayed_send(self, st.setup.linger, record_atom::value);
+    }
+    return;
+  }
   st.in_flight = std::move(st.gathering);
   st.gathering = commit_unit{};
   auto serial = ++st.unit_serial;
@@ -1084,6 +1109,11 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
         return;
       self->delayed_send(self, st.setup.poll, caf::tick_atom::value);
       look(self);
+    },
+    [self](record_atom) {
+      self->state.linger_armed = false;
+      flush(self, true);
+      maybe_finish(self);
     },
   };
 }

@@ -154,7 +154,9 @@ using orchestrator_actor = caf::typed_actor<
   /// endpoint checks where `send` may go).
   caf::replies_to<caf::get_atom>::with<steer_reply>,
   /// From itself: time to look for a pause or abort asked by another process.
-  caf::reacts_to<caf::tick_atom>>;
+  caf::reacts_to<caf::tick_atom>,
+  /// From itself: changes that lingered for company are written now.
+  caf::reacts_to<record_atom>>;
 
 /// The control plane of one repository: managed background tasks (their
 /// contracts, leases, tokens and completion gate, in the ledger) and

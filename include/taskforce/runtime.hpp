@@ -196,7 +196,8 @@ struct runtime_options {
   /// the built-in defaults. A bad file throws std::invalid_argument naming
   /// the key, the value and the rule.
   std::string config_file = {};
-  /// Scheduler threads; 0 = two.
+  /// Scheduler threads; 0 = the TASKFORCE_THREADS environment variable
+  /// (1 to 256), else one.
   size_t threads = 0;
 };
 

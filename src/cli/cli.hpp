@@ -10,7 +10,7 @@
 
 namespace taskforce::cli {
 
-/// Exit statuses (documented in the README): success, the work failed or
+/// Exit statuses (documented in docs/cli.md): success, the work failed or
 /// paused, bad input.
 constexpr int exit_ok = 0;
 constexpr int exit_failed = 1;

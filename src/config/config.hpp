@@ -22,7 +22,7 @@ enum class nested_policy { lend, fail_fast };
 const char* to_string(pool_mode x);
 const char* to_string(nested_policy x);
 
-/// The `"pool"` section (the README's `pool` configuration).
+/// The `"pool"` section (docs/configuration.md, `pool`).
 struct pool_config {
   uint64_t max_parallel = 2;
   pool_mode mode = pool_mode::session;

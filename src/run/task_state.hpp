@@ -12,7 +12,7 @@
 
 namespace taskforce {
 
-/// Where a task is in its lifecycle (the README's task states).
+/// Where a task is in its lifecycle (docs/running.md).
 enum class task_state : uint8_t {
   /// Waiting for its dependencies (or for the run to be resumed).
   pending,

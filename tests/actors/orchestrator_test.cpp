@@ -26,6 +26,9 @@ struct fixture : test_coordinator_fixture<run_test_config> {
   caf::actor watcher;
   orchestrator_actor orch;
   run_config cfg;
+  /// Batches are written at once, so tests can step each exchange; the
+  /// test of lingering sets it.
+  std::chrono::milliseconds linger{0};
 
   /// Spawns the orchestrator over `specs` (the ledger has them in
   /// `states`, pending by default) without starting it.
@@ -47,6 +50,7 @@ struct fixture : test_coordinator_fixture<run_test_config> {
     s.ledger = ledger;
     s.git = git;
     s.watcher = watcher;
+    s.linger = linger;
     auto r = rec;
     auto* system = &sys;
     s.launch = [r, system](const run_task& t, uint64_t attempt, bool fresh,
@@ -199,6 +203,37 @@ CAF_TEST(
   // The watcher saw every durable change, the run's end last.
   CAF_CHECK_EQUAL(rec->events.back().run, run_state::completed);
   CAF_CHECK(rec->events.back().task_id.empty());
+}
+
+CAF_TEST(a change that starts nothing shares the next batch while work runs) {
+  linger = std::chrono::milliseconds{20};
+  run::rules r;
+  r.max_concurrency = 2;
+  start({spec("a", {"a"}), spec("b", {"b"}), spec("c", {"c"})}, r);
+  CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "b"}));
+  outcome("a", run::attempt_end::done);
+  // a is merged, c started: a's done waits, b still runs.
+  CAF_CHECK_EQUAL(gits->merges, strings{"a"});
+  CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "b", "c"}));
+  CAF_CHECK_EQUAL(state("a"), task_state::merging);
+  auto written = book->batches.size();
+  outcome("b", run::attempt_end::done);
+  // One write for a's done and b's end, not two.
+  CAF_REQUIRE_EQUAL(book->batches.size(), written + 1);
+  CAF_CHECK_EQUAL(show(book->batches[written]),
+                  "a:merging>done b:running>verifying b:verifying>merging");
+  CAF_CHECK_EQUAL(state("a"), task_state::done);
+  // b's done finds no company while c runs: the timer writes it.
+  CAF_CHECK_EQUAL(state("b"), task_state::merging);
+  sched.advance_time(std::chrono::milliseconds{20});
+  sched.run();
+  CAF_CHECK_EQUAL(state("b"), task_state::done);
+  CAF_CHECK_EQUAL(show(book->batches.back()), "b:merging>done");
+  // The last done has nothing to wait for: the run ends at once.
+  outcome("c", run::attempt_end::done);
+  CAF_CHECK_EQUAL(state("c"), task_state::done);
+  CAF_CHECK_EQUAL(book->run, run_state::completed);
+  CAF_REQUIRE_EQUAL(rec->finished.size(), 1u);
 }
 
 CAF_TEST(
