@@ -1,6 +1,7 @@
 // `taskforce abort` and `taskforce discard TASK`: stop a run; throw away a
 // task's worktree and branch.
 #include <iostream>
+#include <set>
 
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
@@ -8,6 +9,7 @@
 #include "src/cli/steer.hpp"
 #include "src/git/git.hpp"
 #include "src/store/run_lock.hpp"
+#include "src/text/join.hpp"
 
 namespace taskforce::cli {
 
@@ -88,9 +90,42 @@ int run_discard_command(const std::vector<std::string>& argv,
     f.clear_branch_and_worktree = true;
     db.update_task(run.id, task_id, f, store::wall_clock_ms());
   }
-  std::cout << (removed ? "discarded the worktree and branch of "
-                        : "nothing to discard for ")
-            << task_id << '\n';
+  if (removed) {
+    std::cout << "discarded the worktree and branch of " << task_id << '\n';
+    return exit_ok;
+  }
+  // Nothing of this run: an older run may still hold the task's worktree
+  // or branch, which is not "nothing".
+  std::vector<std::string> older;
+  std::set<std::string> runs;
+  auto suffix = "/" + task_id;
+  auto of_task = [&](const std::string& b) {
+    return b.rfind("taskforce/", 0) == 0 && b != branch
+           && b.size() > suffix.size()
+           && b.compare(b.size() - suffix.size(), suffix.size(), suffix) == 0
+           && b.find('/', 10) == b.size() - suffix.size();
+  };
+  std::set<std::string> seen;
+  for (auto& wt : git::list_worktrees(repo))
+    if (of_task(wt.branch)) {
+      seen.insert(wt.branch);
+      older.push_back("worktree " + wt.path.string() + " (" + wt.branch + ")");
+      runs.insert(wt.branch.substr(10, wt.branch.size() - suffix.size() - 10));
+    }
+  for (auto& b : git::list_branches(repo, "taskforce/"))
+    if (of_task(b.name) && seen.count(b.name) == 0) {
+      older.push_back("branch " + b.name);
+      runs.insert(b.name.substr(10, b.name.size() - suffix.size() - 10));
+    }
+  if (older.empty()) {
+    std::cout << "nothing to discard for " << task_id << '\n';
+    return exit_ok;
+  }
+  std::cout << "run " << run.id << " holds nothing of " << task_id
+            << "; older runs still do: " << join(older) << '\n';
+  for (auto& r : runs)
+    std::cout << "  taskforce discard " << task_id << " --run " << r << '\n';
+  std::cout << "  (or taskforce clean to see everything runs left behind)\n";
   return exit_ok;
 }
 

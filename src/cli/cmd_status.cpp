@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "src/cli/args.hpp"
+#include "src/cli/clean.hpp"
 #include "src/cli/cli.hpp"
 #include "src/cli/live_table.hpp"
 #include "src/cli/run_view.hpp"
@@ -23,6 +24,8 @@ const char* status_help
     "and the command each one needs. Then the tokens and cost workers\n"
     "reported, and the job log: per task its start, duration, attempts,\n"
     "repairs, last exit code, tokens and cost, and the run's wall time.\n"
+    "Then what runs that are over left behind (worktrees, branches,\n"
+    "folders), counted, when there is any (taskforce clean lists them).\n"
     "Works while another process drives the run. --json prints one object:\n"
     "  {\"run\": {\"id\", \"file\", \"state\", \"reason\", \"usage\"},\n"
     "   \"tasks\": [{\"id\", \"state\", \"attempts\", \"branch\", "
@@ -165,6 +168,12 @@ int run_status_command(const std::vector<std::string>& argv,
   }
   std::cout << usage_line(total) << "\n\n"
             << format_job_log(st->run, db->job_log(run.id), now_ms());
+  try {
+    if (auto line = leftovers_line(leftovers_of(root)); !line.empty())
+      std::cout << line << '\n';
+  } catch (const std::exception& e) {
+    std::cerr << "taskforce: cannot look for leftovers: " << e.what() << '\n';
+  }
   if (auto note = budget_note(st->run, total); !note.empty())
     steps.insert(steps.begin(), note);
   if (!steps.empty()) {

@@ -23,6 +23,8 @@ int run_abort_command(const std::vector<std::string>&, const global_options&);
 extern const char* abort_help;
 int run_discard_command(const std::vector<std::string>&, const global_options&);
 extern const char* discard_help;
+int run_clean_command(const std::vector<std::string>&, const global_options&);
+extern const char* clean_help;
 int run_approve_command(const std::vector<std::string>&, const global_options&);
 extern const char* approve_help;
 int run_reject_command(const std::vector<std::string>&, const global_options&);
@@ -73,6 +75,8 @@ const std::vector<command>& commands() {
      run_abort_command},
     {"discard", "remove a task's worktree and branch", discard_help,
      run_discard_command},
+    {"clean", "list (--yes: remove) what runs that are over left behind",
+     clean_help, run_clean_command},
     {"approve", "approve a task in review (merge it) or lift a hold",
      approve_help, run_approve_command},
     {"reject", "turn down a task in review or held: it is blocked",

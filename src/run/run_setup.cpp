@@ -49,8 +49,9 @@ fs::path in_repo(const fs::path& root, const std::string& file_rel) {
 
 // Never start on top of uncommitted work the tasks may touch. A dirty
 // tracked path or an untracked one (ignored files aside) in the scope of a
-// task that is not done (a task without files claims everything) is
-// refused in every mode; in integrate mode any dirty tracked file is, as
+// task that is not done (a task without files claims everything), or a
+// file standing where such a scope needs a folder, is refused in every
+// mode, named with its tasks; in integrate mode any dirty tracked file is, as
 // merges update the checkout. The task files themselves may be edited
 // between runs (a fixed gate command): they are never counted.
 void refuse_dirty(git::repository& repo,
@@ -84,21 +85,29 @@ void refuse_dirty(git::repository& repo,
                       + join(dirty));
   auto changed = git::changed_paths(repo);
   drop_task_files(changed);
-  std::set<std::string> touched;
+  // Each path with the tasks that would write there: inside a task's scope,
+  // or a file standing where its scope needs a folder (the merge would have
+  // to replace it).
+  std::map<std::string, std::vector<std::string>> touched;
   for (auto& s : specs) {
     if (s.done || done.count(s.id) > 0)
       continue;
     scope::coverage cover{s.files};
     for (auto& path : changed)
-      if (s.files.empty() || cover.covers(path))
-        touched.insert(path);
+      if (s.files.empty() || cover.covers(path)
+          || scope::in_the_way(s.files, path))
+        touched[path].push_back(s.id);
   }
-  if (!touched.empty())
-    throw setup_error(
-      "the main checkout has uncommitted work where the tasks may write "
-      "(their files, or any file for a task without files); commit or stash "
-      "it first: "
-      + join(std::vector<std::string>(touched.begin(), touched.end())));
+  if (touched.empty())
+    return;
+  std::vector<std::string> named;
+  for (auto& [path, ids] : touched)
+    named.push_back(path + " (" + join(ids) + ")");
+  throw setup_error(
+    "the main checkout has untracked or uncommitted files where the tasks "
+    "will write (their files, or any file for a task without files); "
+    "commit, move or remove them first: "
+    + join(named, "; "));
 }
 
 /// The tasks of `specs` that the last run of `file_rel` (completed or

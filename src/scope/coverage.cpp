@@ -15,6 +15,18 @@ bool coverage::covers(std::string_view path) const {
   return false;
 }
 
+bool in_the_way(const std::vector<std::string>& files, std::string_view path) {
+  if (path.empty())
+    return false;
+  for (std::string_view entry : files) {
+    auto literal = entry.substr(0, entry.find_first_of("*?[{\\"));
+    if (literal.size() > path.size() && literal[path.size()] == '/'
+        && literal.substr(0, path.size()) == path)
+      return true;
+  }
+  return false;
+}
+
 bool covers(const std::vector<std::string>& files, std::string_view path) {
   return coverage{files}.covers(path);
 }

@@ -30,6 +30,12 @@ private:
   std::vector<glob> globs_;
 };
 
+/// Whether a file at `path` (repository-relative, normalised) stands where
+/// `files` needs a folder: `path` is a leading folder of an entry, up to
+/// its first glob character (`notes` for `notes/`, `notes/*.txt` or
+/// `notes/a/b.txt`). A task writing there would have to replace it.
+bool in_the_way(const std::vector<std::string>& files, std::string_view path);
+
 /// One-shot form of `coverage(files).covers(path)`.
 bool covers(const std::vector<std::string>& files, std::string_view path);
 

@@ -180,3 +180,40 @@ CAF_TEST(add refuses a file whose tasks the run could not start) {
   CAF_CHECK(s.ledger().added_files(s.run().id).empty());
   CAF_CHECK_EQUAL(s.task_rows().size(), 1u);
 }
+
+CAF_TEST(untracked files where tasks will write refuse the run named) {
+  scenario s;
+  s.tasks("- [ ] Notes\n  - files: notes/\n"
+          "  - run: mkdir -p notes && echo task > notes/a.txt\n"
+          "- [ ] Docs\n  - files: docs/*.md\n"
+          "  - run: mkdir -p docs && echo d > docs/d.md\n"
+          "- [ ] More docs\n  - files: docs/more.md\n"
+          "  - run: mkdir -p docs && echo m > docs/more.md\n"
+          "- [ ] Elsewhere\n  - files: e.txt\n  - run: echo e > e.txt\n");
+  auto head = git_ok(s.root, {"rev-parse", "main"});
+  // A file where a task needs a folder: its merge would have to replace
+  // it, and a run used to complete with main checked out half.
+  s.write("notes", "mine\n");
+  s.write("docs/more.md", "draft\n");
+  s.write("free.txt", "outside every scope\n");
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_MESSAGE(r.output);
+  CAF_CHECK_EQUAL(r.code, 2);
+  CAF_CHECK(contains(r.output, "untracked or uncommitted files where the "
+                               "tasks will write"));
+  CAF_CHECK(contains(r.output, "docs/more.md (t2, t3); notes (t1)"));
+  CAF_CHECK(!contains(r.output, "free.txt"));
+  CAF_CHECK(!fs::exists(s.root / ".taskforce"));
+  CAF_CHECK_EQUAL(read_file(s.root / "notes"), "mine\n");
+  CAF_CHECK_EQUAL(read_file(s.root / "docs/more.md"), "draft\n");
+  CAF_CHECK_EQUAL(git_ok(s.root, {"rev-parse", "main"}), head);
+  check_no_run_traces(s);
+  // Out of the way, the run goes through and the checkout is clean.
+  fs::remove(s.root / "notes");
+  fs::remove(s.root / "docs/more.md");
+  auto ok = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(ok.code, 0);
+  CAF_CHECK_EQUAL(read_file(s.root / "notes/a.txt"), "task\n");
+  CAF_CHECK_EQUAL(lines_of(git_ok(s.root, {"status", "--porcelain"})),
+                  std::vector<std::string>{"?? free.txt"});
+}

@@ -108,6 +108,22 @@ CAF_TEST(coverage accepts declared paths and refuses the rest) {
   CAF_CHECK(!covers({}, "anything"));
 }
 
+CAF_TEST(a file where the scope needs a folder is in the way) {
+  std::vector<std::string> files{"notes/", "src/auth/*.ts", "a/b/c.txt",
+                                 "**/*.md"};
+  CAF_CHECK(in_the_way(files, "notes"));
+  CAF_CHECK(in_the_way(files, "src"));
+  CAF_CHECK(in_the_way(files, "src/auth"));
+  CAF_CHECK(in_the_way(files, "a"));
+  CAF_CHECK(in_the_way(files, "a/b"));
+  CAF_CHECK(!in_the_way(files, "a/b/c.txt"));
+  CAF_CHECK(!in_the_way(files, "notes/n.txt"));
+  CAF_CHECK(!in_the_way(files, "not"));
+  CAF_CHECK(!in_the_way(files, "sr"));
+  CAF_CHECK(!in_the_way(files, ""));
+  CAF_CHECK(!in_the_way({}, "notes"));
+}
+
 CAF_TEST(pathological pairs are answered at once and conservatively) {
   // 64 alternatives of ~250 tokens each, twice: billions of product states.
   std::string a = "x/{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}" + std::string(240, '?')
