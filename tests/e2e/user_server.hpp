@@ -189,7 +189,8 @@ struct user_world {
 
   std::vector<std::string> holders(const char* which) {
     std::vector<std::string> names;
-    for (auto& p : status()["pools"])
+    auto st = status();
+    for (auto& p : st["pools"])
       for (auto& h : p[which])
         names.push_back(h["holder"]);
     return names;

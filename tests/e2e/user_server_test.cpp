@@ -32,7 +32,7 @@ size_t count(const std::string& text, const std::string& needle) {
 
 } // namespace
 
-CAF_TEST(pool status starts a private server with the user's config) {
+CAF_TEST(pool status starts a private server with the config of the user) {
   user_world w;
   w.set_config(R"({"pool": {"maxParallel": 3, "mode": "global"}})");
   CAF_CHECK(!fs::exists(w.socket()));
@@ -108,7 +108,7 @@ CAF_TEST(a folder open to others is refused and nothing is served there) {
   CAF_CHECK(!fs::exists(w.socket()));
 }
 
-CAF_TEST(a symbolic link in the folder's place is refused) {
+CAF_TEST(a symbolic link in place of the folder is refused) {
   user_world w;
   fs::create_directories(w.dir.path() / "elsewhere");
   fs::create_directory_symlink(w.dir.path() / "elsewhere", w.folder());
