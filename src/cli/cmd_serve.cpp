@@ -1,12 +1,15 @@
-// `taskforce serve`: the JSON-lines protocol over stdio or TCP.
+// `taskforce serve`: the JSON-lines protocol over stdio, TCP or the
+// per-user Unix socket.
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <caf/all.hpp>
@@ -21,12 +24,14 @@
 #include "actors/runtime_config.hpp"
 #include "actors/stdio_transport.hpp"
 #include "actors/tcp_transport.hpp"
+#include "actors/unix_transport.hpp"
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
 #include "src/control/monitor_store.hpp"
 #include "src/net/endpoint.hpp"
 #include "src/net/listen_address.hpp"
 #include "src/net/secret.hpp"
+#include "src/net/user_server.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/store/ledger.hpp"
 
@@ -39,7 +44,8 @@ const char* serve_help
     "                       [--token-file FILE] [--config FILE]\n"
     "       taskforce serve [--listen [HOST:]PORT] [--publish ADDR | --join "
     "ADDR]\n"
-    "                       [--token-file FILE] [--config FILE]\n\n"
+    "                       [--token-file FILE] [--config FILE]\n"
+    "       taskforce serve --user [--config FILE]\n\n"
     "Serves the pool over the JSON-lines protocol (docs/protocol.md): one "
     "JSON\n"
     "object per line in each direction.\n\n"
@@ -79,6 +85,17 @@ const char* serve_help
     "                   where --join reads the token. Default: the\n"
     "                   repository's .taskforce/endpoint.json; outside a git\n"
     "                   repository --listen, --publish and --join need it.\n"
+    "  --user           the per-user server that `acquire`, `release`, `pool`\n"
+    "                   and `hook` start on demand: a Unix socket, pool.sock,\n"
+    "                   in $XDG_RUNTIME_DIR/taskforce/ (else\n"
+    "                   /tmp/taskforce-UID/), a folder of mode 0700 that only\n"
+    "                   its user may enter (no token). The config is\n"
+    "                   $XDG_CONFIG_HOME/taskforce/config.json (else\n"
+    "                   ~/.config/taskforce/config.json, else the defaults).\n"
+    "                   One per user: a second exits at once (status 0). It\n"
+    "                   exits after server.idleExitMs (default 10 minutes)\n"
+    "                   with no connection open and no permit held or\n"
+    "                   awaited; its log is server.log beside the socket.\n"
     "  --config FILE    the config whose \"pool\" section sets the pool; a "
     "bad\n"
     "                   file exits 2 naming the key, the value and the "
@@ -293,6 +310,115 @@ struct endpoint_guard {
   }
 };
 
+/// The per-user server's config: --config FILE, else the user's config
+/// file when it exists, else the defaults. Throws config_error.
+config user_config(const global_options& opts) {
+  if (!opts.config_file.empty())
+    return load_config(opts.config_file);
+  auto file = net::user_config_file();
+  std::error_code ec;
+  if (!file.empty() && fs::exists(file, ec))
+    return load_config(file.string());
+  return config{};
+}
+
+/// Whether this process's standard error is `file` (the server log the
+/// starting client opened).
+bool stderr_is(const fs::path& file) {
+  struct stat mine;
+  struct stat other;
+  return ::fstat(STDERR_FILENO, &mine) == 0 && ::stat(file.c_str(), &other) == 0
+         && mine.st_dev == other.st_dev && mine.st_ino == other.st_ino;
+}
+
+/// How long a second server waits for the first to either answer on the
+/// socket or let go of the lock (it was exiting).
+constexpr auto lock_patience = std::chrono::seconds(5);
+
+/// Takes the per-user lock; -1 when another server holds it and answers.
+int take_user_lock(const fs::path& dir) {
+  auto deadline = clock_type::now() + lock_patience;
+  for (;;) {
+    int fd = net::try_lock(net::user_lock(dir));
+    if (fd >= 0)
+      return fd;
+    try {
+      net::user_server_options probe;
+      probe.start = false;
+      net::user_request(probe, R"({"id":0,"op":"hello"})",
+                        clock_type::now() + std::chrono::seconds(1));
+      return -1; // the other server answers
+    } catch (const net::endpoint_error&) {
+      // Starting or exiting: wait for its lock.
+    }
+    if (clock_type::now() >= deadline)
+      return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+int serve_user(const global_options& opts) {
+  auto dir = net::user_runtime_dir();
+  try {
+    net::prepare_private_dir(dir);
+  } catch (const net::endpoint_error& e) {
+    throw usage_error(e.what());
+  }
+  int lock = take_user_lock(dir);
+  if (lock < 0) {
+    spdlog::info("another per-user server runs at {}",
+                 net::user_socket(dir).string());
+    return exit_ok;
+  }
+  // The log beside the socket is this server's alone.
+  if (stderr_is(net::user_log(dir))) {
+    [[maybe_unused]] auto rc = ::ftruncate(STDERR_FILENO, 0);
+  }
+  auto cfg = user_config(opts);
+  auto socket = net::user_socket(dir);
+  int listen_fd;
+  try {
+    listen_fd = net::listen_unix(socket);
+  } catch (const std::runtime_error& e) {
+    ::close(lock);
+    throw usage_error(e.what());
+  }
+  auto signals = stop_signals();
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  int wake[2];
+  if (::pipe(wake) != 0)
+    throw std::runtime_error("cannot create a pipe");
+  {
+    runtime_config rcfg;
+    caf::actor_system sys{rcfg};
+    auto pool = spawn_pool(sys, cfg.pool);
+    unix_server_setup setup;
+    setup.listen_fd = listen_fd;
+    setup.pool = pool;
+    setup.idle_exit = std::chrono::milliseconds(cfg.server.idle_exit_ms);
+    setup.wake_fd = wake[0];
+    auto pool_cfg = cfg.pool;
+    setup.make_bridge = [&sys, pool, pool_cfg](caf::actor sink) {
+      return spawn_bridge(sys, pool, pool_cfg, std::move(sink));
+    };
+    auto acceptor = start_unix_server(sys, std::move(setup));
+    std::cerr << "taskforce: serving on " << socket.string() << std::endl;
+    caf::scoped_actor self{sys};
+    if (wait_for(self, acceptor, signals))
+      spdlog::info("stopping on signal");
+    [[maybe_unused]] auto n = ::write(wake[1], "x", 1);
+    wait_down(self, acceptor, std::chrono::milliseconds(2000));
+    // New clients start a new server from here on (it waits for the lock).
+    ::unlink(socket.c_str());
+    stop_pool(self, pool, true);
+  }
+  ::close(wake[0]);
+  ::close(wake[1]);
+  ::close(lock);
+  return exit_ok;
+}
+
 } // namespace
 
 int run_serve_command(const std::vector<std::string>& argv_in,
@@ -300,10 +426,18 @@ int run_serve_command(const std::vector<std::string>& argv_in,
   auto argv = argv_in;
   std::string address;
   bool listen = take_listen(argv, address);
-  args parsed(argv, {"--publish", "--join", "--token-file"}, {"--stdio"});
+  args parsed(argv, {"--publish", "--join", "--token-file"},
+              {"--stdio", "--user"});
   if (!parsed.positionals().empty())
     throw usage_error("serve takes no positional arguments (got \""
                       + parsed.positionals().front() + "\")");
+  if (parsed.flag("--user")) {
+    if (listen || parsed.flag("--stdio") || parsed.has("--publish")
+        || parsed.has("--join") || parsed.has("--token-file"))
+      throw usage_error("--user takes no other option of serve (only the "
+                        "global --config)");
+    return serve_user(opts);
+  }
   bool stdio = parsed.flag("--stdio");
   if (stdio && listen)
     throw usage_error("choose one of --stdio and --listen");

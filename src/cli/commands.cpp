@@ -49,6 +49,14 @@ int run_bg_command(const std::vector<std::string>&, const global_options&);
 extern const char* bg_help;
 int run_monitor_command(const std::vector<std::string>&, const global_options&);
 extern const char* monitor_help;
+int run_acquire_command(const std::vector<std::string>&, const global_options&);
+extern const char* acquire_help;
+int run_release_command(const std::vector<std::string>&, const global_options&);
+extern const char* release_help;
+int run_pool_command(const std::vector<std::string>&, const global_options&);
+extern const char* pool_help;
+int run_hook_command(const std::vector<std::string>&, const global_options&);
+extern const char* hook_help;
 int run_scripted_worker_command(const std::vector<std::string>&,
                                 const global_options&);
 extern const char* scripted_worker_help;
@@ -101,6 +109,14 @@ const std::vector<command>& commands() {
      bg_help, run_bg_command},
     {"monitor", "monitored processes: run, status, read, wait, kill",
      monitor_help, run_monitor_command},
+    {"acquire", "take a permit of the per-user server (for scripts, hooks)",
+     acquire_help, run_acquire_command},
+    {"release", "give back a permit taken with acquire", release_help,
+     run_release_command},
+    {"pool", "the per-user server's pools: pool status (JSON)", pool_help,
+     run_pool_command},
+    {"hook", "a harness's hook: hook claude-code (one event on stdin)",
+     hook_help, run_hook_command},
     // Hidden (empty summary): the worker process of the `scripted` backend.
     {"scripted-worker", "", scripted_worker_help,
      run_scripted_worker_command},

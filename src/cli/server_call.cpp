@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/net/endpoint.hpp"
+#include "src/net/user_server.hpp"
 
 namespace taskforce::cli {
 
@@ -32,6 +33,10 @@ std::optional<control_outcome> ask_server(const std::filesystem::path& top,
       return std::nullopt;
     return refused_outcome("unavailable", e.what());
   }
+  return outcome_of(response);
+}
+
+control_outcome outcome_of(const std::string& response) {
   auto answer = ordered::parse(response, nullptr, false);
   if (!answer.is_object())
     return refused_outcome(
@@ -48,6 +53,22 @@ std::optional<control_outcome> ask_server(const std::filesystem::path& top,
   return refused_outcome(
     error.value("code", "unavailable"),
     error.value("message", "the server refused: " + response));
+}
+
+std::optional<control_outcome>
+ask_user_server(nlohmann::json req, bool start,
+                std::chrono::steady_clock::time_point deadline) {
+  if (!req.contains("id"))
+    req["id"] = 1;
+  net::user_server_options opts;
+  opts.start = start;
+  try {
+    return outcome_of(net::user_request(opts, req.dump(), deadline));
+  } catch (const net::endpoint_error& e) {
+    if (!start && e.code() == net::endpoint_errc::no_server)
+      return std::nullopt;
+    throw;
+  }
 }
 
 } // namespace taskforce::cli

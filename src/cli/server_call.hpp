@@ -1,7 +1,7 @@
-// A control-plane request from a command: to the repository's running
-// server when there is one (its endpoint file, with the token), so the
-// server's own state stays the one truth; nothing when none runs, and the
-// command then works on the ledger itself.
+// Requests from a command to a server. A control-plane request: to the
+// repository's running server when there is one (its endpoint file, with the
+// token), so the server's own state stays the one truth; nothing when none
+// runs, and the command then works on the ledger itself.
 #pragma once
 
 #include <chrono>
@@ -38,5 +38,19 @@ std::optional<control_outcome> ask_server(const std::filesystem::path& top,
                                           control::control_op op,
                                           const nlohmann::json& req,
                                           std::chrono::milliseconds patience);
+
+/// The outcome a protocol response line states: its fields when ok, else
+/// its error (a line that is no response object is a refusal, code
+/// unavailable).
+control_outcome outcome_of(const std::string& response);
+
+/// Sends `req` (a protocol request with its "op"; "id" is added when
+/// missing) to the per-user server, starting one when none runs and
+/// `start`; every wait ends by `deadline`. Nullopt when none runs and
+/// `start` is false. Throws net::endpoint_error when the server cannot be
+/// reached, started, or does not answer in time.
+std::optional<control_outcome>
+ask_user_server(nlohmann::json req, bool start,
+                std::chrono::steady_clock::time_point deadline);
 
 } // namespace taskforce::cli

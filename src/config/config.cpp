@@ -408,6 +408,7 @@ setter listen_address_text(std::string& out) {
 std::vector<key_rule> server_rules(server_config& c) {
   return {
     {"listen", listen_address_text(c.listen)},
+    {"idleExitMs", positive_integer(c.idle_exit_ms)},
   };
 }
 
@@ -741,7 +742,8 @@ std::string pool_config_json(const pool_config& cfg) {
 std::string config_json(const config& cfg) {
   json document{{"pool", pool_to_json(cfg.pool)},
                 {"run", run_to_json(cfg.run)},
-                {"server", json{{"listen", cfg.server.listen}}},
+                {"server", json{{"listen", cfg.server.listen},
+                                {"idleExitMs", cfg.server.idle_exit_ms}}},
                 {"control", control_to_json(cfg.control)}};
   return document.dump(2);
 }

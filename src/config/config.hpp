@@ -115,6 +115,9 @@ struct run_config {
 struct server_config {
   /// Where `serve --listen` binds when no address is given.
   std::string listen = "127.0.0.1:7411";
+  /// How long the per-user server (`serve --user`) stays up with no
+  /// connection open and no permit held or awaited before it exits.
+  int64_t idle_exit_ms = 600000;
 };
 
 /// The `"control"` section: managed background work and monitors.

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/net/line_channel.hpp"
 #include "src/net/listen_address.hpp"
 #include "src/net/secret.hpp"
 #include "src/text/file.hpp"
@@ -30,9 +31,6 @@ using steady = std::chrono::steady_clock;
 
 /// The longest endpoint file read (it holds a few short fields).
 constexpr size_t max_file_bytes = 64 * 1024;
-
-/// The longest response line taken (a status of a big pool fits).
-constexpr size_t max_response_bytes = 64 << 20;
 
 /// The id of the hello the client sends first.
 constexpr const char* hello_id = "taskforce-client-hello";
@@ -54,18 +52,6 @@ bool alive(int64_t pid) {
   if (pid <= 0)
     return true; // unknown: let the connection decide
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
-}
-
-/// Waits until `fd` is ready for `events` or `deadline` passes.
-bool wait_for(int fd, short events, steady::time_point deadline) {
-  for (;;) {
-    auto left = poll_timeout_ms(deadline - steady::now());
-    pollfd p{fd, events, 0};
-    int r = ::poll(&p, 1, left);
-    if (r < 0 && errno == EINTR)
-      continue;
-    return r > 0;
-  }
 }
 
 /// Connects to `address` ("HOST:PORT") before `deadline`; -1 with `why`
@@ -103,7 +89,7 @@ int connect_to(const std::string& address, steady::time_point deadline,
       err = errno;
       if (err == EINPROGRESS) {
         err = ETIMEDOUT;
-        if (wait_for(fd, POLLOUT, deadline)) {
+        if (wait_ready(fd, POLLOUT, deadline)) {
           socklen_t len = sizeof err;
           if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0)
             err = errno;
@@ -191,82 +177,8 @@ bool server_running(const endpoint_info& info,
 // -- the client ---------------------------------------------------------------
 
 struct endpoint_client::impl {
-  int fd = -1;
+  std::unique_ptr<line_channel> channel;
   std::string hello;
-  /// Bytes read past the last line returned.
-  std::string buffer;
-  std::string address;
-
-  ~impl() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-
-  void send_line(std::string line, steady::time_point deadline) {
-    line += '\n';
-    size_t done = 0;
-    while (done < line.size()) {
-      auto n = ::send(fd, line.data() + done, line.size() - done, MSG_NOSIGNAL);
-      if (n > 0) {
-        done += static_cast<size_t>(n);
-        continue;
-      }
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        if (!wait_for(fd, POLLOUT, deadline))
-          throw endpoint_error(endpoint_errc::timeout,
-                               "the server at " + address
-                                 + " did not take the request in time");
-        continue;
-      }
-      throw endpoint_error(endpoint_errc::broken, "the server at " + address
-                                                    + " closed the connection");
-    }
-  }
-
-  std::string read_line(steady::time_point deadline) {
-    for (;;) {
-      if (auto nl = buffer.find('\n'); nl != std::string::npos) {
-        auto line = buffer.substr(0, nl);
-        buffer.erase(0, nl + 1);
-        return line;
-      }
-      if (buffer.size() > max_response_bytes)
-        throw endpoint_error(endpoint_errc::broken,
-                             "the server at " + address
-                               + " sent a line longer than "
-                               + std::to_string(max_response_bytes) + " bytes");
-      if (!wait_for(fd, POLLIN, deadline))
-        throw endpoint_error(endpoint_errc::timeout,
-                             "the server at " + address
-                               + " did not answer in time");
-      char chunk[65536];
-      auto n = ::recv(fd, chunk, sizeof chunk, 0);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN))
-        continue;
-      if (n <= 0)
-        throw endpoint_error(endpoint_errc::broken,
-                             "the server at " + address
-                               + " closed the connection");
-      buffer.append(chunk, static_cast<size_t>(n));
-    }
-  }
-
-  /// The next line that is a response (events are skipped).
-  std::string read_response(steady::time_point deadline) {
-    for (;;) {
-      auto line = read_line(deadline);
-      json j;
-      if (!read_json(line.data(), line.data() + line.size(), j).ok()
-          || !j.is_object())
-        throw endpoint_error(endpoint_errc::broken,
-                             "the server at " + address
-                               + " sent a line that is not a JSON object");
-      if (j.contains("id"))
-        return line;
-    }
-  }
 };
 
 endpoint_client::endpoint_client(const fs::path& file,
@@ -284,17 +196,17 @@ endpoint_client::endpoint_client(const fs::path& file,
                            + " is left from process " + std::to_string(info.pid)
                            + ", which is gone)");
   auto& m = *impl_;
-  m.address = info.address;
   std::string why;
-  m.fd = connect_to(info.address, deadline, why);
-  if (m.fd < 0)
+  int fd = connect_to(info.address, deadline, why);
+  if (fd < 0)
     throw endpoint_error(endpoint_errc::no_server, "no server answers at "
                                                      + info.address + " (" + why
                                                      + ")");
+  m.channel = std::make_unique<line_channel>(fd, info.address);
   json hello{{"id", hello_id}, {"op", "hello"}, {"token", info.token}};
-  m.send_line(hello.dump(), deadline);
+  m.channel->send_line(hello.dump(), deadline);
   // A refused token is answered (unauthorized) before the server closes.
-  auto line = m.read_response(deadline);
+  auto line = m.channel->read_response(deadline);
   json answer;
   read_json(line.data(), line.data() + line.size(), answer);
   if (answer.value("ok", false) != true) {
@@ -321,8 +233,8 @@ const std::string& endpoint_client::hello() const {
 std::string endpoint_client::call(const std::string& request_line,
                                   std::chrono::milliseconds timeout) {
   auto deadline = saturating_deadline<steady>(steady::now(), timeout);
-  impl_->send_line(request_line, deadline);
-  return impl_->read_response(deadline);
+  impl_->channel->send_line(request_line, deadline);
+  return impl_->channel->read_response(deadline);
 }
 
 std::string request_once(const fs::path& file, const std::string& request_line,

@@ -224,6 +224,19 @@ CAF_TEST(hostile numbers are refused and the limits of the rules hold) {
   CAF_CHECK_EQUAL(cfg.pool.idle_memory_ms, 1000000000000000);
 }
 
+CAF_TEST(server idleExitMs is a positive safe integer) {
+  for (auto bad : {"0", "-5", "1.5", "\"60000\""}) {
+    auto message
+      = refusal(std::string{R"({"server":{"idleExitMs":)"} + bad + "}}");
+    CAF_CHECK(contains(message, "server.idleExitMs"));
+    CAF_CHECK(contains(message, "positive safe integer"));
+  }
+  CAF_CHECK_EQUAL(
+    parse_config(R"({"server":{"idleExitMs":250}})", "c").server.idle_exit_ms,
+    250);
+  CAF_CHECK_EQUAL(config{}.server.idle_exit_ms, 600000);
+}
+
 CAF_TEST(server listen is validated like serve-- listen) {
   for (auto bad : {"nope", "127.0.0.1:65536", "host:", "::1:80", "1.2.3.4:-1",
                    "", "[]:80", "a b:80"}) {

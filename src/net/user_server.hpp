@@ -1,0 +1,86 @@
+// The per-user server: one `taskforce serve --user` per user, reached over a
+// Unix socket, started on demand by the client commands (`acquire`,
+// `release`, `pool status`, `hook claude-code`) and gone again once it has
+// been idle for a while with nothing held.
+//
+// Where it lives: a folder only its user may enter (mode 0700, owned by the
+// user, not a symlink), `$XDG_RUNTIME_DIR/taskforce/` when XDG_RUNTIME_DIR
+// is an absolute path, else `/tmp/taskforce-<uid>/`. In it:
+//
+//   pool.sock    the socket (JSON lines, the same protocol as stdio/TCP)
+//   server.lock  held (flock) by the one server that owns the socket
+//   server.log   that server's log (standard error)
+//
+// The folder's mode is the gate (no token): a folder that is not private is
+// refused, and the server also checks each peer's user id.
+//
+// Starting is race-free: a client that finds no server starts one and
+// connects as soon as the socket answers; two servers started at once
+// contend for the lock and the loser exits quietly (its client connects to
+// the winner).
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+namespace taskforce::net {
+
+/// The per-user server's folder (see above); not created.
+std::filesystem::path user_runtime_dir();
+
+/// The per-user server's config file: `$XDG_CONFIG_HOME/taskforce/
+/// config.json` when XDG_CONFIG_HOME is an absolute path, else
+/// `$HOME/.config/taskforce/config.json`; empty when neither is known.
+/// The file need not exist (the defaults apply).
+std::filesystem::path user_config_file();
+
+/// `<dir>/pool.sock`.
+std::filesystem::path user_socket(const std::filesystem::path& dir);
+
+/// `<dir>/server.lock`.
+std::filesystem::path user_lock(const std::filesystem::path& dir);
+
+/// `<dir>/server.log`.
+std::filesystem::path user_log(const std::filesystem::path& dir);
+
+/// Creates `dir` with mode 0700 when it is missing and checks that it is a
+/// directory (not a symlink) owned by this user and closed to everyone
+/// else. Throws endpoint_error (bad_file) naming the problem.
+void prepare_private_dir(const std::filesystem::path& dir);
+
+/// Server side: takes the folder's lock without waiting. Returns the lock's
+/// descriptor (held until closed), or -1 when another process holds it.
+/// Throws std::system_error when the lock file cannot be opened.
+int try_lock(const std::filesystem::path& lock_file);
+
+/// Server side: binds a Unix socket at `path` (removing a stale one first:
+/// call it only while holding the lock), mode 0600, and listens. Returns the
+/// descriptor (close-on-exec, non-blocking). Throws std::runtime_error.
+int listen_unix(const std::filesystem::path& path);
+
+/// Whether the peer of the connected Unix socket `fd` runs as this user.
+bool peer_is_same_user(int fd);
+
+/// How a client reaches the per-user server.
+struct user_server_options {
+  /// Start a server when none answers (else no_server is thrown).
+  bool start = true;
+  /// The program started as `PROGRAM serve --user`; empty = this process's
+  /// own executable.
+  std::string program;
+};
+
+/// Sends one request line to the per-user server and returns its response
+/// line (events on the way are skipped), all before `deadline`; starts the
+/// server when none answers (and `opts.start`). A connection the server
+/// closes before answering anything (it was just exiting) is retried once
+/// on a fresh server. Throws endpoint_error: no_server (none runs and
+/// starting was not asked for, or a server could not be started: the
+/// message quotes its log), bad_file (the folder is not private), timeout,
+/// broken.
+std::string user_request(const user_server_options& opts,
+                         const std::string& request_line,
+                         std::chrono::steady_clock::time_point deadline);
+
+} // namespace taskforce::net

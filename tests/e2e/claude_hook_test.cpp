@@ -1,0 +1,311 @@
+// `taskforce hook claude-code` fed the events Claude Code sends (their
+// recorded shapes), against a real per-user server: a subagent waits for
+// its permit, a launched background agent keeps it until it stops, a
+// failure gives it back, a wait past the queue's limit is denied in words
+// the model reads. Also `taskforce acquire` / `release` as a script uses
+// them.
+#define CAF_SUITE e2e.claude_hook
+#include <caf/test/unit_test.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+
+#include "e2e/user_server.hpp"
+
+using namespace taskforce::test;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+namespace {
+
+const char* session = "121f0c3e-0d4b-4f7a-9c55-7f1e2b3a4c5d";
+
+json base(const char* event) {
+  return {{"session_id", session},
+          {"transcript_path",
+           std::string{"/root/.claude/projects/p/"} + session + ".jsonl"},
+          {"cwd", "/work/project"},
+          {"prompt_id", "f026aa11"},
+          {"permission_mode", "acceptEdits"},
+          {"hook_event_name", event}};
+}
+
+/// PreToolUse of the Agent tool; `background` unset leaves the field out
+/// (Claude Code's default: background).
+json pre(const std::string& id, std::optional<bool> background = {}) {
+  auto e = base("PreToolUse");
+  e["tool_name"] = "Agent";
+  e["tool_input"] = {{"description", id},
+                     {"prompt", "Do the part " + id},
+                     {"subagent_type", "general-purpose"}};
+  if (background)
+    e["tool_input"]["run_in_background"] = *background;
+  e["tool_use_id"] = id;
+  return e;
+}
+
+json post_completed(const std::string& id, const std::string& agent) {
+  auto e = base("PostToolUse");
+  e["tool_name"] = "Agent";
+  e["tool_input"] = {{"description", id}, {"prompt", "x"}};
+  e["tool_use_id"] = id;
+  e["tool_response"]
+    = {{"status", "completed"},
+       {"agentId", agent},
+       {"agentType", "general-purpose"},
+       {"content", json::array({{{"type", "text"}, {"text", "done"}}})},
+       {"totalDurationMs", 5481},
+       {"canContinueAgent", true}};
+  e["duration_ms"] = 5482;
+  return e;
+}
+
+json post_launched(const std::string& id, const std::string& agent) {
+  auto e = base("PostToolUse");
+  e["tool_name"] = "Agent";
+  e["tool_input"] = {{"description", id}, {"prompt", "x"}};
+  e["tool_use_id"] = id;
+  e["tool_response"]
+    = {{"isAsync", true},
+       {"status", "async_launched"},
+       {"agentId", agent},
+       {"description", id},
+       {"outputFile", "/tmp/claude-0/p/s/tasks/" + agent + ".output"},
+       {"canReadOutputFile", true}};
+  e["duration_ms"] = 45;
+  return e;
+}
+
+json post_failure(const std::string& id) {
+  auto e = base("PostToolUseFailure");
+  e["tool_name"] = "Agent";
+  e["tool_input"] = {{"description", id}, {"prompt", "x"}};
+  e["tool_use_id"] = id;
+  e["error"] = "Agent terminated early due to an API error: 400";
+  e["is_interrupt"] = false;
+  e["duration_ms"] = 7129;
+  return e;
+}
+
+json agent_event(const char* name, const std::string& agent) {
+  auto e = base(name);
+  e["agent_id"] = agent;
+  e["agent_type"] = "general-purpose";
+  if (std::string{name} == "SubagentStop") {
+    e["stop_hook_active"] = false;
+    e["last_assistant_message"] = "SUB RESULT: done";
+  } else {
+    e["error"] = "unknown";
+    e["last_assistant_message"] = "API Error: 400";
+  }
+  return e;
+}
+
+/// Whether the hook let its call run: exit 0 and nothing on standard
+/// output (no decision: Claude Code's own permission rules apply).
+bool admitted(const user_world::result& r) {
+  return r.code == 0 && r.out.empty();
+}
+
+/// The deny reason a hook printed, "" when it printed none.
+std::string denial(const std::string& out) {
+  auto j = json::parse(out, nullptr, false);
+  if (!j.is_object() || !j.contains("hookSpecificOutput"))
+    return {};
+  auto& h = j["hookSpecificOutput"];
+  if (h.value("permissionDecision", "") != "deny")
+    return {};
+  return h.value("permissionDecisionReason", "");
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+struct fixture {
+  user_world w;
+  fixture() {
+    w.set_config(R"({"pool": {"maxParallel": 1, "queueTimeoutMs": 60000}})");
+  }
+};
+
+} // namespace
+
+CAF_TEST_FIXTURE_SCOPE(claude_hook, fixture)
+
+CAF_TEST(a foreground and a background call at once run one after the other) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_sub1", false))));
+  // The permit outlived the hook that took it.
+  CAF_CHECK(has(w.running(), "toolu_sub1"));
+  auto second = w.start({"hook", "claude-code"}, pre("toolu_sub2").dump());
+  CAF_REQUIRE(eventually(
+    [&] {
+      return has(w.queued(), "toolu_sub2");
+    },
+    20s));
+  CAF_CHECK(!second->ended());
+  // The foreground call ends: the waiting one goes on.
+  CAF_CHECK(admitted(w.hook(post_completed("toolu_sub1", "ae34d611"))));
+  CAF_REQUIRE_EQUAL(second->finish(), 0);
+  CAF_CHECK_EQUAL(second->out, "");
+  CAF_CHECK_EQUAL(w.running(), std::vector<std::string>{"toolu_sub2"});
+  // Launched in the background: the permit stays until the agent stops.
+  CAF_CHECK(admitted(w.hook(post_launched("toolu_sub2", "a3fd0e2b"))));
+  CAF_CHECK(has(w.running(), "toolu_sub2"));
+  CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", "a3fd0e2b"))));
+  CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(a failed foreground subagent releases its permit) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_f1", false))));
+  CAF_CHECK(admitted(w.hook(post_failure("toolu_f1"))));
+  CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(a failed background subagent releases its permit) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_b1"))));
+  CAF_CHECK(admitted(w.hook(post_launched("toolu_b1", "ac20aa"))));
+  CAF_CHECK(has(w.running(), "toolu_b1"));
+  CAF_CHECK(admitted(w.hook(agent_event("StopFailure", "ac20aa"))));
+  CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(an agent that stops before its launch is reported still releases) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_quick"))));
+  CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", "a0quick"))));
+  CAF_CHECK(admitted(w.hook(post_launched("toolu_quick", "a0quick"))));
+  CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(a wait past queueTimeoutMs is denied with a reason for the model) {
+  w.set_config(R"({"pool": {"maxParallel": 1, "queueTimeoutMs": 400}})");
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_t1", false))));
+  auto r = w.hook(pre("toolu_t2", false));
+  CAF_CHECK_EQUAL(r.code, 0);
+  auto why = denial(r.out);
+  CAF_CHECK(why.find("queue_timeout") != std::string::npos);
+  CAF_CHECK(why.find("taskforce") != std::string::npos);
+  CAF_CHECK(!has(w.queued(), "toolu_t2"));
+  CAF_CHECK_EQUAL(w.running(), std::vector<std::string>{"toolu_t1"});
+}
+
+CAF_TEST(the hook denies before its own deadline and cancels the wait) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_d1", false))));
+  auto r = w.run({"hook", "claude-code", "--wait", "1"},
+                 pre("toolu_d2", false).dump());
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK(denial(r.out).find("within 1 s") != std::string::npos);
+  CAF_CHECK(eventually(
+    [&] {
+      return !has(w.queued(), "toolu_d2");
+    },
+    20s));
+  // Releasing the first leaves the pool empty: the denied call holds
+  // nothing.
+  CAF_CHECK(admitted(w.hook(post_completed("toolu_d1", "a1"))));
+  CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(session end releases everything the session holds and awaits) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_e1"))));
+  CAF_CHECK(admitted(w.hook(post_launched("toolu_e1", "ae1"))));
+  auto waiting = w.start({"hook", "claude-code"}, pre("toolu_e2").dump());
+  CAF_REQUIRE(eventually(
+    [&] {
+      return has(w.queued(), "toolu_e2");
+    },
+    20s));
+  auto end = base("SessionEnd");
+  end["reason"] = "other";
+  CAF_CHECK(admitted(w.hook(end)));
+  CAF_CHECK(w.running().empty());
+  CAF_CHECK(w.queued().empty());
+  CAF_CHECK_EQUAL(waiting->finish(), 0);
+  CAF_CHECK(!denial(waiting->out).empty());
+}
+
+CAF_TEST(a workflow subagent waits at its start for a permit) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_w0", false))));
+  auto start = base("SubagentStart");
+  start["agent_id"] = "wf01";
+  start["agent_type"] = "workflow-subagent";
+  auto waiting = w.start({"hook", "claude-code"}, start.dump());
+  CAF_REQUIRE(eventually(
+    [&] {
+      return has(w.queued(), "workflow:wf01");
+    },
+    20s));
+  CAF_CHECK(admitted(w.hook(post_completed("toolu_w0", "a0"))));
+  CAF_CHECK_EQUAL(waiting->finish(), 0);
+  CAF_CHECK(has(w.running(), "workflow:wf01"));
+  auto stop = agent_event("SubagentStop", "wf01");
+  stop["agent_type"] = "workflow-subagent";
+  CAF_CHECK(admitted(w.hook(stop)));
+  CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(a held permit keeps an idle server up) {
+  w.set_config(
+    R"({"pool": {"maxParallel": 1}, "server": {"idleExitMs": 200}})");
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_k1", false))));
+  auto pid = w.server_pid();
+  CAF_REQUIRE(pid > 0);
+  // Well past idleExitMs, with no connection open, the server stays.
+  std::this_thread::sleep_for(1500ms);
+  CAF_CHECK(user_world::alive(pid));
+  CAF_CHECK(has(w.running(), "toolu_k1"));
+  CAF_CHECK(admitted(w.hook(post_completed("toolu_k1", "a1"))));
+  CAF_CHECK(eventually(
+    [&] {
+      return !user_world::alive(pid);
+    },
+    20s));
+}
+
+CAF_TEST(acquire holds a permit until release from another process) {
+  auto a = w.run({"acquire", "--session", "s", "--holder", "job-1"});
+  CAF_REQUIRE_EQUAL(a.code, 0);
+  CAF_CHECK(a.answer.contains("permit"));
+  CAF_CHECK(has(w.running(), "job-1"));
+  auto b = w.start({"acquire", "--session", "s", "--holder", "job-2"});
+  CAF_REQUIRE(eventually(
+    [&] {
+      return has(w.queued(), "job-2");
+    },
+    20s));
+  auto r = w.run({"release", "--holder", "job-1"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK_EQUAL(r.answer["released"], true);
+  CAF_REQUIRE_EQUAL(b->finish(), 0);
+  CAF_CHECK(has(w.running(), "job-2"));
+  auto again = w.run({"release", "--holder", "job-1"});
+  CAF_CHECK_EQUAL(again.answer["released"], false);
+}
+
+CAF_TEST(acquire refused or timed out exits 1 with the protocol error) {
+  CAF_REQUIRE_EQUAL(
+    w.run({"acquire", "--session", "s", "--holder", "job-1"}).code, 0);
+  auto dup = w.run({"acquire", "--session", "s", "--holder", "job-1"});
+  CAF_CHECK_EQUAL(dup.code, 1);
+  CAF_CHECK_EQUAL(dup.answer["error"]["code"], "duplicate_holder");
+  auto late = w.run(
+    {"acquire", "--session", "s", "--holder", "job-2", "--timeout", "300"});
+  CAF_CHECK_EQUAL(late.code, 1);
+  CAF_CHECK_EQUAL(late.answer["error"]["code"], "timeout");
+  CAF_CHECK(eventually(
+    [&] {
+      return w.queued().empty();
+    },
+    20s));
+  w.set_config(R"({"pool": {"maxParallel": 1, "queueTimeoutMs": 300}})");
+  w.stop_server();
+  CAF_REQUIRE_EQUAL(
+    w.run({"acquire", "--session", "s", "--holder", "job-3"}).code, 0);
+  auto timed_out = w.run({"acquire", "--session", "s", "--holder", "job-4"});
+  CAF_CHECK_EQUAL(timed_out.code, 1);
+  CAF_CHECK_EQUAL(timed_out.answer["error"]["code"], "queue_timeout");
+  CAF_CHECK(timed_out.err.find("queue_timeout") != std::string::npos);
+}
+
+CAF_TEST_FIXTURE_SCOPE_END()
