@@ -9,7 +9,8 @@
 // 3. protocol: a child `taskforce serve --stdio`, driven over its pipes with
 //    pipelined acquire/release request lines.
 //
-// Usage: bench_pool [pairs_per_client] [protocol_pairs] [actor|bare|mutex|protocol]
+// Usage: bench_pool [pairs_per_client] [protocol_pairs]
+// [actor|bare|mutex|protocol]
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -45,10 +46,11 @@ double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
 }
 
-// -- 1. the pool actor ------------------------------------------------------------
+// -- 1. the pool actor
+// ------------------------------------------------------------
 
 /// One client: acquire, then release, `n` times, then report to `done`.
-template <class Handle>
+template<class Handle>
 caf::behavior generic_client(caf::event_based_actor* self, Handle pool,
                              std::string holder, uint64_t n, caf::actor done) {
   auto left = std::make_shared<uint64_t>(n);
@@ -69,11 +71,14 @@ caf::behavior generic_client(caf::event_based_actor* self, Handle pool,
           self
             ->request(pool, caf::infinite, release_atom::value, holder,
                       release_reason::completed)
-            .then([=](bool) { (*step)(); },
-                  [=](caf::error& e) {
-                    std::cerr << "release failed: " << to_string(e) << '\n';
-                    self->quit();
-                  });
+            .then(
+              [=](bool) {
+                (*step)();
+              },
+              [=](caf::error& e) {
+                std::cerr << "release failed: " << to_string(e) << '\n';
+                self->quit();
+              });
         },
         [=](caf::error& e) {
           std::cerr << "acquire failed: " << to_string(e) << '\n';
@@ -100,8 +105,7 @@ double bench_actor(uint64_t pairs_per_client) {
   auto t0 = clock_type::now();
   for (int i = 0; i < clients; ++i)
     sys.spawn(generic_client<pool_actor>, pool, "client-" + std::to_string(i),
-              pairs_per_client,
-              caf::actor{self});
+              pairs_per_client, caf::actor{self});
   for (int i = 0; i < clients; ++i)
     self->receive([](caf::ok_atom) {});
   auto secs = seconds_since(t0);
@@ -109,7 +113,8 @@ double bench_actor(uint64_t pairs_per_client) {
   return clients * pairs_per_client / secs;
 }
 
-// -- 1b. a bare FIFO semaphore actor, to show what the pool's rules cost --------
+// -- 1b. a bare FIFO semaphore actor, to show what the pool's rules cost
+// --------
 
 using bare_semaphore = caf::typed_actor<
   caf::replies_to<acquire_atom, acquire_request>::with<grant>,
@@ -163,19 +168,21 @@ double bench_bare_actor(uint64_t pairs_per_client) {
   return clients * pairs_per_client / secs;
 }
 
-// -- 2. the mutex + condition variable baseline ----------------------------------
+// -- 2. the mutex + condition variable baseline
+// ----------------------------------
 
 /// A FIFO semaphore: tickets in arrival order, each waiter its own turn.
 class fifo_semaphore {
-public:
-  explicit fifo_semaphore(uint64_t n) : free_(n) {
-  }
+ public:
+  explicit fifo_semaphore(uint64_t n) : free_(n) {}
 
   void acquire() {
     std::unique_lock<std::mutex> guard{mtx_};
     auto ticket = next_ticket_++;
     // No barging: a free permit goes to the oldest waiter first.
-    cv_.wait(guard, [&] { return free_ > 0 && ticket == serving_; });
+    cv_.wait(guard, [&] {
+      return free_ > 0 && ticket == serving_;
+    });
     --free_;
     ++serving_;
     if (free_ > 0)
@@ -188,7 +195,7 @@ public:
     cv_.notify_all();
   }
 
-private:
+ private:
   std::mutex mtx_;
   std::condition_variable cv_;
   uint64_t free_;
@@ -216,7 +223,8 @@ double bench_mutex(uint64_t pairs_per_client) {
   return clients * pairs_per_client / seconds_since(t0);
 }
 
-// -- 3. the protocol over stdio -----------------------------------------------------
+// -- 3. the protocol over stdio
+// -----------------------------------------------------
 
 double bench_protocol(uint64_t pairs) {
   char cfg_path[] = "/tmp/taskforce-bench-XXXXXX";
@@ -247,8 +255,8 @@ double bench_protocol(uint64_t pairs) {
       for (uint64_t k = 0; k < batch && sent < pairs; ++k, ++sent) {
         auto h = std::to_string(sent);
         buf += "{\"id\":" + std::to_string(2 * sent)
-               + ",\"op\":\"acquire\",\"session\":\"bench\",\"holder\":\"h"
-               + h + "\",\"kind\":\"foreground\"}\n{\"id\":"
+               + ",\"op\":\"acquire\",\"session\":\"bench\",\"holder\":\"h" + h
+               + "\",\"kind\":\"foreground\"}\n{\"id\":"
                + std::to_string(2 * sent + 1)
                + ",\"op\":\"release\",\"holder\":\"h" + h
                + "\",\"reason\":\"completed\"}\n";
@@ -301,8 +309,8 @@ double bench_protocol(uint64_t pairs) {
 
 int main(int argc, char** argv) {
   uint64_t per_client = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 100000;
-  uint64_t protocol_pairs = argc > 2 ? std::strtoull(argv[2], nullptr, 10)
-                                     : 200000;
+  uint64_t protocol_pairs
+    = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 200000;
   ::signal(SIGPIPE, SIG_IGN);
   try {
     std::printf("bench pool: %d clients, %llu permits, %llu pairs each\n",

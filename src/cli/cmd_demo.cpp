@@ -83,8 +83,8 @@ void write_file(const fs::path& p, const std::string& text) {
 
 std::string git_graph(const fs::path& root, const fs::path& scratch) {
   proc::run_options o;
-  o.argv = {"git", "-C", root.string(), "log", "--graph", "--oneline",
-            "--decorate", "--all"};
+  o.argv = {"git",     "-C",        root.string(), "log",
+            "--graph", "--oneline", "--decorate",  "--all"};
   o.log_file = (scratch / "graph.txt").string();
   o.timeout = std::chrono::seconds(20);
   try {
@@ -120,7 +120,8 @@ int run_demo_command(const std::vector<std::string>& argv,
       throw usage_error("--dir " + base.string() + ": not empty");
     fs::create_directories(base);
   } else {
-    auto pattern = (fs::temp_directory_path() / "taskforce-demo-XXXXXX").string();
+    auto pattern
+      = (fs::temp_directory_path() / "taskforce-demo-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::runtime_error("cannot create a temporary directory");
     base = pattern;
@@ -151,9 +152,8 @@ int run_demo_command(const std::vector<std::string>& argv,
   auto code = drive_run(d);
   std::cout << "\nThe repository: " << root.string()
             << "\n$ git log --graph --oneline\n"
-            << git_graph(root, base)
-            << "\nLook around: taskforce --repo " << root.string()
-            << " status | logs t5 | diff t5\n";
+            << git_graph(root, base) << "\nLook around: taskforce --repo "
+            << root.string() << " status | logs t5 | diff t5\n";
   return code;
 }
 

@@ -1,5 +1,5 @@
-// `taskforce demo --pool`: five subagents admitted through the real pool, two at a
-// time, with their queue positions as the pool reports them.
+// `taskforce demo --pool`: five subagents admitted through the real pool, two
+// at a time, with their queue positions as the pool reports them.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -16,7 +16,8 @@
 namespace taskforce::cli {
 
 const char* pool_demo_help
-  = "usage: taskforce demo --pool [--agents N] [--work-ms MS] [--config FILE]\n\n"
+  = "usage: taskforce demo --pool [--agents N] [--work-ms MS] [--config "
+    "FILE]\n\n"
     "Runs N simulated subagents (default 5) in one session through the\n"
     "admission pool (maxParallel from the config, default 2). Each waits for\n"
     "a permit in FIFO order, works for MS milliseconds (default 300) and\n"
@@ -24,7 +25,7 @@ const char* pool_demo_help
     "them, then checks that the bound held.\n";
 
 int run_pool_demo_command(const std::vector<std::string>& argv,
-                     const global_options& opts) {
+                          const global_options& opts) {
   args parsed(argv, {"--agents", "--work-ms"}, {});
   if (!parsed.positionals().empty())
     throw usage_error("demo takes no positional arguments");

@@ -44,8 +44,8 @@ int run_diff_command(const std::vector<std::string>& argv,
   if (t->worktree && fs::exists(*t->worktree, ec)) {
     auto wt = git::open(*t->worktree);
     auto head = git::head_commit(wt);
-    auto from = head && base_tip ? git::merge_base(repo, *head, *base_tip)
-                                 : head;
+    auto from
+      = head && base_tip ? git::merge_base(repo, *head, *base_tip) : head;
     if (from) {
       std::cout << git::diff_text(wt, *from);
       return exit_ok;

@@ -33,7 +33,8 @@ int run_answer_command(const std::vector<std::string>&, const global_options&);
 extern const char* answer_help;
 int run_send_command(const std::vector<std::string>&, const global_options&);
 extern const char* send_help;
-int run_broadcast_command(const std::vector<std::string>&, const global_options&);
+int run_broadcast_command(const std::vector<std::string>&,
+                          const global_options&);
 extern const char* broadcast_help;
 int run_add_command(const std::vector<std::string>&, const global_options&);
 extern const char* add_help;
@@ -73,28 +74,25 @@ const std::vector<command>& commands() {
      run_resume_command},
     {"status", "show where the latest run stands", status_help,
      run_status_command},
-    {"list", "one line per run", list_help,
-     run_list_command},
+    {"list", "one line per run", list_help, run_list_command},
     {"logs", "a task's state, gate output and history", logs_help,
      run_logs_command},
-    {"diff", "a task's changes as a patch", diff_help,
-     run_diff_command},
-    {"abort", "stop the latest unfinished run", abort_help,
-     run_abort_command},
+    {"diff", "a task's changes as a patch", diff_help, run_diff_command},
+    {"abort", "stop the latest unfinished run", abort_help, run_abort_command},
     {"discard", "remove a task's worktree and branch", discard_help,
      run_discard_command},
     {"clean", "list (--yes: remove) what runs that are over left behind",
      clean_help, run_clean_command},
     {"approve", "approve a task in review (merge it) or lift a hold",
      approve_help, run_approve_command},
-    {"reject", "turn down a task in review or held: it is blocked",
-     reject_help, run_reject_command},
+    {"reject", "turn down a task in review or held: it is blocked", reject_help,
+     run_reject_command},
     {"answer", "answer a blocked task: it runs again with the answer",
      answer_help, run_answer_command},
     {"send", "a message to a task's worker, read once", send_help,
      run_send_command},
-    {"broadcast", "a message to every working task of the run",
-     broadcast_help, run_broadcast_command},
+    {"broadcast", "a message to every working task of the run", broadcast_help,
+     run_broadcast_command},
     {"add", "add the tasks of a file to an unfinished run", add_help,
      run_add_command},
     {"inbox", "inside a worker: the messages sent to its task, read once",
@@ -105,8 +103,8 @@ const std::vector<command>& commands() {
      demo_help, run_demo_command},
     {"serve", "serve the pool over JSON lines (stdio or TCP)", serve_help,
      run_serve_command},
-    {"bg", "managed background work: prepare, link, complete… (JSON)",
-     bg_help, run_bg_command},
+    {"bg", "managed background work: prepare, link, complete… (JSON)", bg_help,
+     run_bg_command},
     {"monitor", "monitored processes: run, status, read, wait, kill",
      monitor_help, run_monitor_command},
     {"acquire", "take a permit of the per-user server (for scripts, hooks)",
@@ -118,8 +116,7 @@ const std::vector<command>& commands() {
     {"hook", "a harness's hook: hook claude-code (one event on stdin)",
      hook_help, run_hook_command},
     // Hidden (empty summary): the worker process of the `scripted` backend.
-    {"scripted-worker", "", scripted_worker_help,
-     run_scripted_worker_command},
+    {"scripted-worker", "", scripted_worker_help, run_scripted_worker_command},
   };
   return table;
 }

@@ -12,7 +12,7 @@ namespace taskforce::scope {
 
 /// A task's `files`, compiled once for many `covers` questions.
 class coverage {
-public:
+ public:
   /// Compiles normalised entries; throws std::invalid_argument on bad glob
   /// syntax (parsed task files never carry any).
   explicit coverage(const std::vector<std::string>& files);
@@ -26,7 +26,7 @@ public:
     return globs_.empty();
   }
 
-private:
+ private:
   std::vector<glob> globs_;
 };
 

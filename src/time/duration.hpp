@@ -29,7 +29,7 @@ constexpr std::chrono::nanoseconds saturating_ms(int64_t ms) noexcept {
 
 /// `from + span`, at most the clock's last time point (never wraps into the
 /// past); a negative span counts as zero.
-template <class Clock>
+template<class Clock>
 typename Clock::time_point
 saturating_deadline(typename Clock::time_point from,
                     std::chrono::nanoseconds span) noexcept {

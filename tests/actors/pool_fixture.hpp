@@ -137,15 +137,18 @@ struct pool_fixture : test_coordinator_fixture<registered_config> {
   }
 
   /// A request to the pool answered at once (never an acquire that queues).
-  template <class T, class... Ts>
+  template<class T, class... Ts>
   T ask(Ts... xs) {
     T result{};
     auto answer = self->request(pool, caf::infinite, std::move(xs)...);
     sched.run();
-    answer.receive([&](T& x) { result = std::move(x); },
-                   [&](caf::error& e) {
-                     CAF_FAIL("unexpected error: " << sys.render(e));
-                   });
+    answer.receive(
+      [&](T& x) {
+        result = std::move(x);
+      },
+      [&](caf::error& e) {
+        CAF_FAIL("unexpected error: " << sys.render(e));
+      });
     return result;
   }
 
@@ -176,7 +179,8 @@ struct pool_fixture : test_coordinator_fixture<registered_config> {
   /// Sends an adopt through `c` and runs until nothing moves.
   void adopt(const connection& c, const std::string& session,
              const std::string& holder, const std::string& child) {
-    self->send(c.actor, adopt_atom_v, adopt_request{session, holder, child, c.id});
+    self->send(c.actor, adopt_atom_v,
+               adopt_request{session, holder, child, c.id});
     sched.run();
   }
 

@@ -33,9 +33,7 @@ struct life_check {
     for (; seen < events.size(); ++seen) {
       auto& ev = events[seen];
       switch (ev.kind) {
-        case pool_event_kind::queued:
-          queued.insert(ev.holder);
-          break;
+        case pool_event_kind::queued: queued.insert(ev.holder); break;
         case pool_event_kind::started:
           queued.erase(ev.holder);
           if (++started[ev.holder] > 1 + terminal[ev.holder])
@@ -77,8 +75,12 @@ CAF_TEST(random traffic through the actor keeps the bound and leaks nothing) {
   std::vector<std::string> sessions{"s1", "s2", "s3", "k1", "k2"};
   std::vector<std::string> holders;
   life_check life;
-  auto pick = [&](auto& xs) -> auto& { return xs[rng() % xs.size()]; };
-  auto chance = [&](unsigned percent) { return rng() % 100 < percent; };
+  auto pick = [&](auto& xs) -> auto& {
+    return xs[rng() % xs.size()];
+  };
+  auto chance = [&](unsigned percent) {
+    return rng() % 100 < percent;
+  };
   size_t serial = 0;
   for (int step = 0; step < 1500; ++step) {
     auto op = rng() % 100;
@@ -86,8 +88,8 @@ CAF_TEST(random traffic through the actor keeps the bound and leaks nothing) {
       auto name = "h" + std::to_string(++serial);
       auto& conn = pick(conns);
       auto parent = chance(25) && !holders.empty() ? pick(holders) : "";
-      acquire(conn, pick(sessions), name, chance(40) ? holder_kind::background
-                                                     : holder_kind::foreground,
+      acquire(conn, pick(sessions), name,
+              chance(40) ? holder_kind::background : holder_kind::foreground,
               parent, chance(10) ? "bash" : "task",
               chance(30) ? pick(sessions) : "");
       holders.push_back(name);
@@ -96,8 +98,8 @@ CAF_TEST(random traffic through the actor keeps the bound and leaks nothing) {
       adopt(pick(conns), pick(sessions), name, pick(sessions));
       holders.push_back(name);
     } else if (op < 62 && !holders.empty()) {
-      release(pick(holders), chance(50) ? release_reason::completed
-                                        : release_reason::error);
+      release(pick(holders),
+              chance(50) ? release_reason::completed : release_reason::error);
     } else if (op < 67 && !holders.empty()) {
       ask<bool>(bind_atom_v, pick(holders), pick(sessions));
     } else if (op < 74) {
@@ -167,16 +169,24 @@ CAF_TEST(a pool with waiters stops without hanging the actor system) {
   caf::scoped_actor self{sys};
   acquire_request first{"s", "a", holder_kind::foreground, "", "", "", 0};
   self->request(pool, caf::infinite, acquire_atom_v, first)
-    .receive([](grant& g) { CAF_CHECK(g.counted); },
-             [](caf::error& e) { CAF_FAIL(to_string(e)); });
+    .receive(
+      [](grant& g) {
+        CAF_CHECK(g.counted);
+      },
+      [](caf::error& e) {
+        CAF_FAIL(to_string(e));
+      });
   acquire_request second{"s", "b", holder_kind::foreground, "", "", "", 0};
   auto pending = self->request(pool, caf::infinite, acquire_atom_v, second);
   self->send_exit(pool, caf::exit_reason::user_shutdown);
   bool failed = false;
-  pending.receive([](grant&) { CAF_FAIL("granted during shutdown"); },
-                  [&](caf::error& e) {
-                    failed = e == caf::make_error(errc::shutting_down);
-                  });
+  pending.receive(
+    [](grant&) {
+      CAF_FAIL("granted during shutdown");
+    },
+    [&](caf::error& e) {
+      failed = e == caf::make_error(errc::shutting_down);
+    });
   CAF_CHECK(failed);
   // Leaving this scope destroys the system: it must not wait forever.
 }

@@ -35,27 +35,43 @@ CAF_TEST(a remote process shares the pool over the network) {
   {
     node_config client_cfg;
     caf::actor_system client{client_cfg};
-    auto remote = client.middleman().remote_actor<pool_actor>("127.0.0.1",
-                                                               *port);
+    auto remote
+      = client.middleman().remote_actor<pool_actor>("127.0.0.1", *port);
     CAF_REQUIRE(remote);
     caf::scoped_actor self{client};
-    auto fail = [](caf::error& e) { CAF_FAIL("error: " << to_string(e)); };
+    auto fail = [](caf::error& e) {
+      CAF_FAIL("error: " << to_string(e));
+    };
     uint64_t conn = 0;
     self->request(*remote, 5s, attach_atom_v, caf::actor{self})
-      .receive([&](uint64_t id) { conn = id; }, fail);
+      .receive(
+        [&](uint64_t id) {
+          conn = id;
+        },
+        fail);
     CAF_REQUIRE_NOT_EQUAL(conn, 0u);
-    acquire_request first{"s1", "r1", holder_kind::foreground, "", "", "",
-                          conn};
+    acquire_request first{"s1", "r1", holder_kind::foreground, "", "",
+                          "",   conn};
     self->request(*remote, 5s, acquire_atom_v, first)
-      .receive([](grant& g) { CAF_CHECK_EQUAL(g.permit, 1u); }, fail);
-    acquire_request second{"s2", "r2", holder_kind::background, "", "", "",
-                           conn};
+      .receive(
+        [](grant& g) {
+          CAF_CHECK_EQUAL(g.permit, 1u);
+        },
+        fail);
+    acquire_request second{"s2", "r2", holder_kind::background, "", "",
+                           "",   conn};
     auto pending = self->request(*remote, 5s, acquire_atom_v, second);
     // Events cross too: started for r1, then queued for r2.
     std::vector<pool_event> events;
     for (int i = 0; i < 2; ++i)
-      self->receive([&](event_atom, pool_event& ev) { events.push_back(ev); },
-                    caf::after(5s) >> [] { CAF_FAIL("no event"); });
+      self->receive(
+        [&](event_atom, pool_event& ev) {
+          events.push_back(ev);
+        },
+        caf::after(5s) >>
+          [] {
+            CAF_FAIL("no event");
+          });
     CAF_REQUIRE_EQUAL(events.size(), 2u);
     CAF_CHECK(events[0].kind == pool_event_kind::started);
     CAF_CHECK(events[1].kind == pool_event_kind::queued);
@@ -72,14 +88,26 @@ CAF_TEST(a remote process shares the pool over the network) {
         fail);
     // A duplicate is refused with the taskforce error category intact.
     self->request(*remote, 5s, acquire_atom_v, first)
-      .receive([](grant&) { CAF_FAIL("duplicate granted"); },
-               [](caf::error& e) {
-                 CAF_CHECK(e == caf::make_error(errc::duplicate_holder));
-               });
-    self->request(*remote, 5s, release_atom_v, std::string{"r1"},
-                  release_reason::completed)
-      .receive([](bool released) { CAF_CHECK(released); }, fail);
-    pending.receive([](grant& g) { CAF_CHECK_EQUAL(g.permit, 1u); }, fail);
+      .receive(
+        [](grant&) {
+          CAF_FAIL("duplicate granted");
+        },
+        [](caf::error& e) {
+          CAF_CHECK(e == caf::make_error(errc::duplicate_holder));
+        });
+    self
+      ->request(*remote, 5s, release_atom_v, std::string{"r1"},
+                release_reason::completed)
+      .receive(
+        [](bool released) {
+          CAF_CHECK(released);
+        },
+        fail);
+    pending.receive(
+      [](grant& g) {
+        CAF_CHECK_EQUAL(g.permit, 1u);
+      },
+      fail);
     self->request(*remote, 5s, detach_atom_v, conn)
       .receive(
         [](std::vector<std::string>& names) {

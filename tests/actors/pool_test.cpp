@@ -64,8 +64,9 @@ CAF_TEST(queued and started events say where each call stands) {
     uint64_t position;
     bool background;
   };
-  for (auto x : {expected_queued{"t3", 1, false}, expected_queued{"t4", 2, true},
-                 expected_queued{"t5", 3, false}}) {
+  for (auto x :
+       {expected_queued{"t3", 1, false}, expected_queued{"t4", 2, true},
+        expected_queued{"t5", 3, false}}) {
     auto evs = c.log->of(pool_event_kind::queued, x.holder);
     CAF_REQUIRE_EQUAL(evs.size(), 1u);
     CAF_CHECK_EQUAL(evs[0].position, x.position);
@@ -114,8 +115,8 @@ CAF_TEST(a background permit is released when its child goes idle) {
   auto c = connect();
   acquire(c, "s", "bgcall", bg);
   acquire(c, "s", "next");
-  CAF_CHECK(!ask<bool>(bind_atom_v, std::string{"bgcall"},
-                       std::string{"child-1"}));
+  CAF_CHECK(
+    !ask<bool>(bind_atom_v, std::string{"bgcall"}, std::string{"child-1"}));
   CAF_CHECK(ask<names>(caf::idle_atom_v, std::string{"other"}).empty());
   CAF_CHECK(ask<names>(caf::idle_atom_v, std::string{"child-1"})
             == (names{"bgcall"}));
@@ -133,16 +134,16 @@ CAF_TEST(an idle that arrives before bind releases the permit at bind) {
   acquire(c, "s", "bgcall", bg);
   CAF_CHECK(ask<names>(caf::idle_atom_v, std::string{"child-1"}).empty());
   advance(9s);
-  CAF_CHECK(ask<bool>(bind_atom_v, std::string{"bgcall"},
-                      std::string{"child-1"}));
+  CAF_CHECK(
+    ask<bool>(bind_atom_v, std::string{"bgcall"}, std::string{"child-1"}));
   CAF_CHECK(status().pools.empty());
   // After idleMemoryMs the idle is forgotten.
   acquire(c, "s", "late", bg);
   advance(1s);
-  CAF_CHECK(!ask<bool>(bind_atom_v, std::string{"late"},
-                       std::string{"child-1"}));
-  CAF_CHECK(!ask<bool>(bind_atom_v, std::string{"ghost"},
-                       std::string{"child-1"}));
+  CAF_CHECK(
+    !ask<bool>(bind_atom_v, std::string{"late"}, std::string{"child-1"}));
+  CAF_CHECK(
+    !ask<bool>(bind_atom_v, std::string{"ghost"}, std::string{"child-1"}));
 }
 
 CAF_TEST(a call that errors releases its permit with reason error) {
@@ -251,8 +252,7 @@ CAF_TEST(limits too long for the clock never force a holder out or time a
 
 // -- bounded waits and cancellation ------------------------------------------
 
-CAF_TEST(a queue timeout takes the waiter out of the queue with a clear
-           error) {
+CAF_TEST(a queue timeout takes the waiter out of the queue with a clear error) {
   auto cfg = with_parallel(1);
   cfg.queue_timeout_ms = 5000;
   start(cfg);
@@ -409,8 +409,7 @@ CAF_TEST(a holder name in use anywhere is refused as duplicate) {
 
 // -- connections --------------------------------------------------------------
 
-CAF_TEST(a connection that closes releases its permits and cancels its
-           waits) {
+CAF_TEST(a connection that closes releases its permits and cancels its waits) {
   start(with_parallel(2, pool_mode::global));
   auto c1 = connect();
   auto c2 = connect(true);

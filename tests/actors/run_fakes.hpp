@@ -219,7 +219,8 @@ inline git_actor::behavior_type fake_git(std::shared_ptr<git_book> book) {
       auto it = book->merge_answers.find(r.task_id);
       if (it != book->merge_answers.end())
         return it->second;
-      return merge_outcome{run::merge_end::merged, "m-" + r.task_id, {}, "", ""};
+      return merge_outcome{
+        run::merge_end::merged, "m-" + r.task_id, {}, "", ""};
     },
     [book](check_atom, merge_request& r) {
       book->checks.push_back(r.task_id);

@@ -17,7 +17,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-template <class T>
+template<class T>
 bool ready(std::future<T>& f, std::chrono::milliseconds wait = 2000ms) {
   return f.wait_for(wait) == std::future_status::ready;
 }
@@ -71,7 +71,9 @@ CAF_TEST(failures arrive as pool_error with the protocol code) {
     CAF_CHECK_EQUAL(e.code(), "duplicate_holder");
   }
   std::promise<outcome<permit_info>> done;
-  pool.acquire({"s", "b"}, [&](outcome<permit_info> x) { done.set_value(x); });
+  pool.acquire({"s", "b"}, [&](outcome<permit_info> x) {
+    done.set_value(x);
+  });
   auto result = done.get_future().get();
   CAF_CHECK(result.ok);
   auto adopt = pool.adopt("s", "c", "child-c");

@@ -57,8 +57,8 @@ CAF_TEST(a background permit is released by idle of its child session) {
   CAF_CHECK_EQUAL(none["released"], json::array());
 }
 
-CAF_TEST(bind ties a returned background call to its child and releases at
-           once when that child was idle just before) {
+CAF_TEST(bind ties a returned background call to its child and releases at once
+           when that child was idle just before) {
   auto& p = start(R"({"maxParallel": 2, "idleMemoryMs": 60000})");
   p.call(acquire(1, "parent", "late", "background"));
   auto bind = p.call(
@@ -141,8 +141,8 @@ CAF_TEST(a nested acquire fails fast with pool_full under fail_fast) {
   CAF_CHECK_EQUAL(r["error"]["code"], "pool_full");
 }
 
-CAF_TEST(a queued acquire times out with how long it waited and how many
-           were ahead) {
+CAF_TEST(
+  a queued acquire times out with how long it waited and how many were ahead) {
   auto& p = start(R"({"maxParallel": 1, "queueTimeoutMs": 300})");
   p.call(acquire(1, "s", "a"));
   p.send(acquire(2, "s", "b"));
@@ -171,8 +171,8 @@ CAF_TEST(the watchdog force releases a holder kept longer than maxHoldMs) {
   CAF_CHECK_EQUAL(rel["released"], false);
 }
 
-CAF_TEST(global mode shares one pool across sessions and session mode
-           does not) {
+CAF_TEST(
+  global mode shares one pool across sessions and session mode does not ) {
   auto& g = start(R"({"maxParallel": 1, "mode": "global"})");
   g.call(acquire(1, "s1", "a"));
   g.send(acquire(2, "s2", "b"));

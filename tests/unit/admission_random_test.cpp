@@ -24,8 +24,7 @@ uint64_t seed() {
 struct checker {
   enum class life { queued, running };
 
-  explicit checker(pool::admission& core) : core(core) {
-  }
+  explicit checker(pool::admission& core) : core(core) {}
 
   pool::admission& core;
   /// Holder -> where it is in its life.
@@ -137,8 +136,7 @@ struct checker {
       // FIFO: nobody older in the same pool may still wait.
       for (auto& [ticket, entry] : waiting)
         if (ticket < d.ticket && entry.first == w->second.first)
-          fail("grant to " + w->second.second + " overtook "
-               + entry.second);
+          fail("grant to " + w->second.second + " overtook " + entry.second);
       waiting.erase(w);
     }
   }
@@ -174,7 +172,9 @@ void run(const scenario& sc, std::mt19937_64& rng, size_t steps) {
   // The driver's own connection only watches every event.
   d.core.subscribe(d.connection);
   checker model{d.core};
-  d.on_effects = [&] { model.follow(); };
+  d.on_effects = [&] {
+    model.follow();
+  };
   std::vector<std::string> sessions{"s1", "s2", "s3", "s4", "c1", "c2"};
   std::vector<uint64_t> connections{0, d.core.attach(true), d.core.attach(true),
                                     d.core.attach(false)};
@@ -199,8 +199,7 @@ void run(const scenario& sc, std::mt19937_64& rng, size_t steps) {
       req.session = pick(sessions);
       req.holder = chance(3) && !names.empty() ? pick(names)
                                                : "h" + std::to_string(++serial);
-      req.kind = chance(40) ? holder_kind::background
-                            : holder_kind::foreground;
+      req.kind = chance(40) ? holder_kind::background : holder_kind::foreground;
       if (chance(30))
         req.child_session = pick(sessions);
       if (chance(30))

@@ -126,10 +126,10 @@ CAF_TEST(a file where the scope needs a folder is in the way) {
 
 CAF_TEST(pathological pairs are answered at once and conservatively) {
   // 64 alternatives of ~250 tokens each, twice: billions of product states.
-  std::string a = "x/{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}" + std::string(240, '?')
-                  + "*1";
-  std::string b = "x/{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}" + std::string(240, '?')
-                  + "*2";
+  std::string a
+    = "x/{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}" + std::string(240, '?') + "*1";
+  std::string b
+    = "x/{a,b}{c,d}{e,f}{g,h}{i,j}{k,l}" + std::string(240, '?') + "*2";
   CAF_CHECK(intersects(a, b));
   // A path matching one of them is still decided exactly.
   CAF_CHECK(glob{a}.matches("x/acegik" + std::string(240, 'z') + "q1"));
