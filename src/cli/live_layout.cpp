@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "src/cli/live_table.hpp"
+#include "src/text/join.hpp"
 
 namespace taskforce::cli {
 
@@ -68,13 +69,6 @@ std::string trimmed(std::string text) {
   while (!text.empty() && text.back() == ' ')
     text.pop_back();
   return text;
-}
-
-std::string join(const std::vector<std::string>& parts, const char* sep) {
-  std::string out;
-  for (auto& p : parts)
-    out += (out.empty() ? "" : sep) + p;
-  return out;
 }
 
 // -- states -------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include "src/text/edit_distance.hpp"
 #include "src/text/file.hpp"
 #include "src/text/json_reader.hpp"
+#include "src/text/strings.hpp"
 
 namespace taskforce {
 
@@ -435,11 +436,6 @@ std::string unknown_key_message(const std::string& origin,
                                 const std::vector<std::string>& known,
                                 const std::string& prefix) {
   std::string message = origin + ": unknown key \"" + prefix + key + "\"";
-  auto lower = [](std::string s) {
-    for (auto& c : s)
-      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return s;
-  };
   std::string suggestion;
   for (const auto& name : known)
     if (lower(name) == lower(key))

@@ -5,16 +5,13 @@
 
 #include "src/control/error.hpp"
 #include "src/text/join.hpp"
+#include "src/text/strings.hpp"
 
 namespace fs = std::filesystem;
 
 namespace taskforce::control {
 
 namespace {
-
-std::string quoted(std::string_view s) {
-  return "\"" + std::string{s} + "\"";
-}
 
 scope::physical_path refused(std::string why) {
   return {"", std::move(why)};
@@ -59,7 +56,7 @@ scope::physical_path locate(const scope::physical_root& repo,
   if (path.empty())
     return refused("an empty path");
   if (path.find('\0') != std::string_view::npos)
-    return refused(quoted(path) + " contains a NUL byte");
+    return refused(in_quotes(path) + " contains a NUL byte");
   fs::path spelled{std::string{path}};
   std::string rel;
   if (spelled.is_absolute()) {
@@ -73,7 +70,7 @@ scope::physical_path locate(const scope::physical_root& repo,
         found = inside(real, repo.root());
     }
     if (!found)
-      return refused(quoted(path) + " is outside the repository ("
+      return refused(in_quotes(path) + " is outside the repository ("
                      + repo.root().string() + ")");
     rel = found->generic_string();
   } else {
@@ -81,22 +78,23 @@ scope::physical_path locate(const scope::physical_root& repo,
   }
   auto normal = fs::path{rel}.lexically_normal();
   if (normal.empty() || normal == "." || normal == "./")
-    return refused(quoted(path) + " is the repository's top folder");
+    return refused(in_quotes(path) + " is the repository's top folder");
   auto first = normal.begin()->string();
   if (first == "..")
-    return refused(quoted(path) + " escapes the repository");
+    return refused(in_quotes(path) + " escapes the repository");
   if (first == ".git" || first == ".taskforce")
-    return refused(quoted(path) + " is inside " + first + "/, which belongs to "
+    return refused(in_quotes(path) + " is inside " + first
+                   + "/, which belongs to "
                    + (first == ".git" ? "git" : "taskforce"));
   auto located = repo.resolve(rel);
   if (located.error.empty() && (located.path.empty() || located.path == "."))
-    return refused(quoted(path)
+    return refused(in_quotes(path)
                    + " leads through a symlink to the repository's top "
                      "folder");
   if (!located.error.empty()) {
     std::error_code ec;
     if (fs::weakly_canonical(repo.root() / rel, ec) == repo.root() && !ec)
-      return refused(quoted(path)
+      return refused(in_quotes(path)
                      + " leads through a symlink to the repository's top "
                        "folder");
   }
@@ -137,7 +135,7 @@ containment within_roots(const scope::physical_root& repo,
       result.root = r;
       return result;
     }
-  auto where = quoted(path);
+  auto where = in_quotes(path);
   if (located.path != path)
     where += " (" + located.path + ")";
   result.reason = roots.empty()

@@ -14,6 +14,7 @@
 #include "src/store/ledger.hpp"
 #include "src/store/sqlite.hpp"
 #include "src/text/join.hpp"
+#include "src/text/strings.hpp"
 
 namespace taskforce::control {
 
@@ -133,10 +134,6 @@ std::vector<std::string> sorted_difference(const std::vector<std::string>& a,
   std::set_difference(a.begin(), a.end(), b.begin(), b.end(),
                       std::back_inserter(result));
   return result;
-}
-
-std::string quoted(const std::string& s) {
-  return "\"" + s + "\"";
 }
 
 // --- one write transaction ---------------------------------------------------
@@ -692,7 +689,7 @@ link_result bg_store::link(const std::string& token,
                     "'blocked') LIMIT 1");
     st.bind(1, child_session).bind(2, id);
     if (st.step())
-      refuse(control_errc::bad_request, "session " + quoted(child_session)
+      refuse(control_errc::bad_request, "session " + in_quotes(child_session)
                                           + " is the child of task "
                                           + st.text(0) + " already");
   }
@@ -835,7 +832,7 @@ write_verdict bg_store::may_write(const std::string& child_session,
   if (!row) {
     v.allowed = true;
     v.path = path;
-    v.reason = "session " + quoted(child_session)
+    v.reason = "session " + in_quotes(child_session)
                + " is not the child of a managed task";
     return v;
   }
@@ -1256,7 +1253,7 @@ std::vector<bg_change> bg_store::end_session(const std::string& child_session,
   bg_txn x{c, now_ms};
   interrupt_running(
     x, x.load_where("state = 'running' AND child_session = ?1", child_session),
-    "its child session " + quoted(child_session)
+    "its child session " + in_quotes(child_session)
       + " ended without reporting its completion");
   txn.commit();
   return std::move(x.changes);

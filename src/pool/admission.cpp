@@ -1,4 +1,5 @@
 #include "src/pool/admission.hpp"
+#include "src/text/strings.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -24,12 +25,7 @@ constexpr size_t kept_spare_holders = 64;
 constexpr size_t kept_idles = 16384;
 
 std::string quoted(const std::string& x) {
-  std::string result;
-  result.reserve(x.size() + 2);
-  result += '\'';
-  result += x;
-  result += '\'';
-  return result;
+  return in_quotes(x, '\'');
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "src/text/strings.hpp"
 #include <nlohmann/json.hpp>
 
 namespace taskforce::protocol {
@@ -9,10 +10,6 @@ namespace taskforce::protocol {
 using json = nlohmann::json;
 
 namespace {
-
-std::string quoted(const std::string& key) {
-  return "\"" + key + "\"";
-}
 
 /// The first max_quoted_bytes of `text`, not splitting a UTF-8 character.
 std::string head(const std::string& text) {
@@ -48,13 +45,13 @@ std::string quote_value(const json& value) {
 std::string need_string(const json& req, const std::string& key) {
   auto i = req.find(key);
   if (i == req.end() || i->is_null())
-    throw bad_field("missing field " + quoted(key));
+    throw bad_field("missing field " + in_quotes(key));
   if (!i->is_string())
-    throw bad_field("field " + quoted(key) + " must be a string, got "
+    throw bad_field("field " + in_quotes(key) + " must be a string, got "
                     + quote_value(*i));
   auto value = i->get<std::string>();
   if (value.empty())
-    throw bad_field("field " + quoted(key) + " must not be empty");
+    throw bad_field("field " + in_quotes(key) + " must not be empty");
   return value;
 }
 
@@ -70,7 +67,7 @@ std::string opt_text(const json& req, const std::string& key) {
   if (i == req.end() || i->is_null())
     return {};
   if (!i->is_string())
-    throw bad_field("field " + quoted(key) + " must be a string, got "
+    throw bad_field("field " + in_quotes(key) + " must be a string, got "
                     + quote_value(*i));
   return i->get<std::string>();
 }
@@ -80,12 +77,12 @@ std::vector<std::string> opt_strings(const json& req, const std::string& key) {
   if (i == req.end() || i->is_null())
     return {};
   if (!i->is_array())
-    throw bad_field("field " + quoted(key) + " must be a list of strings, got "
-                    + quote_value(*i));
+    throw bad_field("field " + in_quotes(key)
+                    + " must be a list of strings, got " + quote_value(*i));
   std::vector<std::string> out;
   for (const auto& item : *i) {
     if (!item.is_string() || item.get<std::string>().empty())
-      throw bad_field("field " + quoted(key)
+      throw bad_field("field " + in_quotes(key)
                       + " must be a list of non-empty strings, got "
                       + quote_value(item) + " in it");
     out.push_back(item.get<std::string>());
@@ -98,7 +95,7 @@ bool opt_flag(const json& req, const std::string& key) {
   if (i == req.end() || i->is_null())
     return false;
   if (!i->is_boolean())
-    throw bad_field("field " + quoted(key) + " must be true or false, got "
+    throw bad_field("field " + in_quotes(key) + " must be true or false, got "
                     + quote_value(*i));
   return i->get<bool>();
 }
@@ -108,7 +105,7 @@ uint64_t opt_count(const json& req, const std::string& key, uint64_t fallback) {
   if (i == req.end() || i->is_null())
     return fallback;
   auto refuse = [&] {
-    return bad_field("field " + quoted(key)
+    return bad_field("field " + in_quotes(key)
                      + " must be a whole number from 0 to 2^53-1, got "
                      + quote_value(*i));
   };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "src/text/strings.hpp"
 #include <nlohmann/json.hpp>
 
 namespace taskforce {
@@ -27,13 +28,6 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && is_space(s.back()))
     s.remove_suffix(1);
   return s;
-}
-
-std::string lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 /// A fenced block found in the output.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/scope/glob.hpp"
+#include "src/text/strings.hpp"
 
 namespace fs = std::filesystem;
 
@@ -30,10 +31,6 @@ std::vector<std::string> parts_of(std::string_view path) {
     start = end + 1;
   }
   return parts;
-}
-
-std::string quoted(std::string_view s) {
-  return "\"" + std::string{s} + "\"";
 }
 
 // The text of the symlink at `link`; nothing when it cannot be read.
@@ -110,15 +107,15 @@ physical_path physical_root::judge(std::string_view spelled,
                                    const fs::path& abs) const {
   auto rel = abs.lexically_relative(root_);
   if (rel.empty() || *rel.begin() == "..")
-    return {"", quoted(spelled) + " leads through a symlink to " + abs.string()
-                  + ", outside the repository"};
+    return {"", in_quotes(spelled) + " leads through a symlink to "
+                  + abs.string() + ", outside the repository"};
   if (rel == ".")
-    return {"", quoted(spelled)
+    return {"", in_quotes(spelled)
                   + " leads through a symlink to the repository's top "
                     "folder; write ** to claim everything"};
   auto first = rel.begin()->string();
   if (first == ".git" || first == ".taskforce")
-    return {"", quoted(spelled) + " leads through a symlink into " + first
+    return {"", in_quotes(spelled) + " leads through a symlink into " + first
                   + "/ (" + rel.generic_string() + "), which belongs to "
                   + owner_of(first)};
   return {rel.generic_string(), ""};
@@ -128,7 +125,7 @@ physical_path physical_root::resolve(std::string_view path) const {
   std::string error;
   auto abs = follow(path, true, error);
   if (!error.empty())
-    return {"", quoted(path) + " " + error};
+    return {"", in_quotes(path) + " " + error};
   return judge(path, abs);
 }
 
@@ -150,10 +147,10 @@ physical_path physical_root::resolve_entry(std::string_view entry) const {
   std::string error;
   auto abs = follow(base, true, error);
   if (!error.empty())
-    return {"", quoted(entry) + " " + error};
+    return {"", in_quotes(entry) + " " + error};
   if (abs == root_) {
     if (rest.size() <= 1)
-      return {"", quoted(entry)
+      return {"", in_quotes(entry)
                     + " leads through a symlink to the repository's top "
                       "folder; write ** to claim everything"};
     return {std::string{rest.substr(1)}, ""};
@@ -172,7 +169,7 @@ physical_path physical_root::locate_changed(std::string_view path) const {
   std::string error;
   auto abs = follow(path, false, error);
   if (!error.empty())
-    return {"", quoted(path) + " " + error};
+    return {"", in_quotes(path) + " " + error};
   auto where = judge(path, abs);
   if (!where.error.empty() || !S_ISLNK(st.st_mode))
     return where;
@@ -183,11 +180,11 @@ physical_path physical_root::locate_changed(std::string_view path) const {
   std::string text;
   read_link(spelled, text);
   if (rel.empty() || *rel.begin() == "..")
-    return {"", quoted(path) + " is a symlink to " + text
+    return {"", in_quotes(path) + " is a symlink to " + text
                   + ", outside the repository"};
   auto first = rel == "." ? std::string{} : rel.begin()->string();
   if (first == ".git" || first == ".taskforce")
-    return {"", quoted(path) + " is a symlink to " + text + ", into " + first
+    return {"", in_quotes(path) + " is a symlink to " + text + ", into " + first
                   + "/, which belongs to " + owner_of(first)};
   return where;
 }

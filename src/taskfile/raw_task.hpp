@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "src/taskfile/parse.hpp"
+#include "src/text/strings.hpp"
 
 namespace taskforce::taskfile {
 
@@ -57,9 +58,6 @@ std::vector<std::string_view> split_lines(std::string_view text);
 
 /// `s` without leading and trailing blanks.
 std::string_view trim(std::string_view s);
-
-/// Lower-case ASCII copy of `s`.
-std::string lower(std::string_view s);
 
 /// `s` without one pair of backticks wrapping it whole.
 std::string_view strip_backticks(std::string_view s);

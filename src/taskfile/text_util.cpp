@@ -57,14 +57,6 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-std::string lower(std::string_view s) {
-  std::string out{s};
-  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
-    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-  });
-  return out;
-}
-
 std::string_view strip_backticks(std::string_view s) {
   s = trim(s);
   if (s.size() >= 2 && s.front() == '`' && s.back() == '`'
