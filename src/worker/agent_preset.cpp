@@ -58,8 +58,10 @@ const std::map<std::string, std::string>& builtins() {
 )preset"},
     {"opencode", R"({
   "description": "OpenCode's non-interactive run: one message, the session's final answer on stdout; later turns continue the last session of the task's worktree",
-  "argv": ["opencode", "run", ["--model", "{model}"], "{prompt}"],
-  "continue": ["opencode", "run", "--continue", ["--model", "{model}"], "{prompt}"],
+  "argv": ["opencode", "run", "--dir", "{worktree}", ["--model", "{model}"],
+           "{prompt}"],
+  "continue": ["opencode", "run", "--dir", "{worktree}", "--continue",
+               ["--model", "{model}"], "{prompt}"],
   "session": "directory"
 }
 )"},

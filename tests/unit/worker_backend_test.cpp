@@ -200,7 +200,9 @@ CAF_TEST(opencode continues only the last session of its own worktree) {
   round.turn.messages = {"Rename it."};
   auto next = prepare_worker_command(worker_backend::agent, s, task(), round);
   CAF_CHECK(next.continues);
-  CAF_CHECK_EQUAL(next.argv[2], "--continue");
+  CAF_CHECK_EQUAL(next.argv[2], "--dir");
+  CAF_CHECK_EQUAL(next.argv[3], "/wt/t4");
+  CAF_CHECK_EQUAL(next.argv[4], "--continue");
   // In place the directory's last session may be another task's.
   round.own_directory = false;
   round.worktree = "/repo";
