@@ -62,10 +62,10 @@ CAF_TEST(presets expand into the argv each agent expects) {
              "acceptEdits", "--output-format", "text"}));
   CAF_CHECK(claude.stdin_file.empty());
   auto opencode = expand_agent_preset(load_agent_preset("opencode", ""), v);
-  CAF_CHECK_EQUAL(opencode.argv,
-                  (strings{"opencode", "run", "--dir",
-                           "/repo/.taskforce/worktrees/r1/t1", "--model",
-                           "anthropic/claude-sonnet-4-5", "do the task"}));
+  CAF_CHECK_EQUAL(
+    opencode.argv,
+    (strings{"opencode", "run", "--dir", "/repo/.taskforce/worktrees/r1/t1",
+             "--model", "anthropic/claude-sonnet-4-5", "do the task"}));
   auto codex = expand_agent_preset(load_agent_preset("codex", ""), v);
   CAF_CHECK_EQUAL(
     codex.argv,
@@ -92,11 +92,11 @@ CAF_TEST(a later turn continues the session with the continue argv) {
                            "acceptEdits", "--output-format", "text"}));
   auto opencode
     = expand_agent_preset(load_agent_preset("opencode", ""), v, true);
-  CAF_CHECK_EQUAL(opencode.argv,
-                  (strings{"opencode", "run", "--dir",
-                           "/repo/.taskforce/worktrees/r1/t1", "--continue",
-                           "--model", "anthropic/claude-sonnet-4-5",
-                           "the answer"}));
+  CAF_CHECK_EQUAL(
+    opencode.argv,
+    (strings{"opencode", "run", "--dir", "/repo/.taskforce/worktrees/r1/t1",
+             "--continue", "--model", "anthropic/claude-sonnet-4-5",
+             "the answer"}));
   v.session = "01a232de-04ac-7d61-89a3-f9d6644b03ab";
   auto codex = expand_agent_preset(load_agent_preset("codex", ""), v, true);
   CAF_CHECK_EQUAL(codex.argv, (strings{"codex", "exec", "resume", "--model",
