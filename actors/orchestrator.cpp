@@ -631,15 +631,18 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
 
 /// Whether what gathered may wait for company: it starts nothing and
 /// nobody waits for it, and a worker or a merge still under way will bring
-/// the next batch (the timer bounds the wait when it does not).
+/// the next batch (the timer bounds the wait when it does not). Only tasks
+/// that worked in place: a merged branch's worktree may be handed to
+/// another task at once, and a resume must find the merge recorded first.
 bool may_linger(self_ptr self) {
   auto& st = self->state;
   if (st.setup.linger.count() <= 0 || st.gathering.run
       || (st.workers.empty() && st.at_git.empty()))
     return false;
   return std::all_of(st.gathering.changes.begin(), st.gathering.changes.end(),
-                     [](const pending_change& p) {
-                       return !p.wait && p.change.then == run::follow_up::none;
+                     [&st](const pending_change& p) {
+                       return !p.wait && p.change.then == run::follow_up::none
+                              && st.memory[p.change.task].branch.empty();
                      });
 }
 

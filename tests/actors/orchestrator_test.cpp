@@ -211,13 +211,24 @@ CAF_TEST(a change that starts nothing shares the next batch while work runs) {
   r.max_concurrency = 2;
   start({spec("a", {"a"}), spec("b", {"b"}), spec("c", {"c"})}, r);
   CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "b"}));
-  outcome("a", run::attempt_end::done);
+  // Tasks that work in place (no worktree, no branch).
+  auto in_place = [this](const std::string& id) {
+    attempt_outcome o;
+    o.task_id = id;
+    o.attempt = attempt_of(id).attempt;
+    o.end = run::attempt_end::done;
+    o.exit_code = 0;
+    o.turns = 1;
+    self->send(orch, outcome_atom::value, o);
+    sched.run();
+  };
+  in_place("a");
   // a is merged, c started: a's done waits, b still runs.
   CAF_CHECK_EQUAL(gits->merges, strings{"a"});
   CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "b", "c"}));
   CAF_CHECK_EQUAL(state("a"), task_state::merging);
   auto written = book->batches.size();
-  outcome("b", run::attempt_end::done);
+  in_place("b");
   // One write for a's done and b's end, not two.
   CAF_REQUIRE_EQUAL(book->batches.size(), written + 1);
   CAF_CHECK_EQUAL(show(book->batches[written]),
@@ -230,10 +241,22 @@ CAF_TEST(a change that starts nothing shares the next batch while work runs) {
   CAF_CHECK_EQUAL(state("b"), task_state::done);
   CAF_CHECK_EQUAL(show(book->batches.back()), "b:merging>done");
   // The last done has nothing to wait for: the run ends at once.
-  outcome("c", run::attempt_end::done);
+  in_place("c");
   CAF_CHECK_EQUAL(state("c"), task_state::done);
   CAF_CHECK_EQUAL(book->run, run_state::completed);
   CAF_REQUIRE_EQUAL(rec->finished.size(), 1u);
+}
+
+CAF_TEST(a task merged from its branch is recorded done at once) {
+  linger = std::chrono::milliseconds{20};
+  run::rules r;
+  r.max_concurrency = 2;
+  start({spec("a", {"a"}), spec("b", {"b"})}, r);
+  // Its worktree may go to another task now: a resume must find the merge.
+  outcome("a", run::attempt_end::done);
+  CAF_CHECK_EQUAL(gits->merges, strings{"a"});
+  CAF_CHECK_EQUAL(state("a"), task_state::done);
+  CAF_CHECK_EQUAL(state("b"), task_state::running);
 }
 
 CAF_TEST(
