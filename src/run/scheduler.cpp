@@ -558,6 +558,9 @@ decision scheduler::merge_ended(size_t i, merge_end end, std::string why) {
 /// left, and then counts as a failed attempt.
 void scheduler::gate_failed_on_merge(decision& d, size_t i, std::string why) {
   auto& id = graph_.task(i).id;
+  // What comes back is new work: an approval of the old one does not
+  // clear it.
+  records_[i].needs_approval = graph_.task(i).needs_approval;
   if (rules_.repair_on_failure && merge_repairs_[i] < rules_.max_repairs
       && phase_ != run_phase::aborting) {
     // Ready, not running: it starts again when a slot is free, with a

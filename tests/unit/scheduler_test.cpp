@@ -959,3 +959,21 @@ CAF_TEST(a merge result that fails with attempts left starts a new attempt) {
   CAF_CHECK_EQUAL(s.failures(0), 1u);
   CAF_CHECK_EQUAL(launched(s, s.next()), ids{"a"});
 }
+
+CAF_TEST(a repair after a failed merge result needs a new approval) {
+  auto risky = make("a", {"a"});
+  risky.needs_approval = true;
+  std::vector<task_record> records(1);
+  records[0].needs_approval = true;
+  auto s = make_scheduler({risky}, rules{}, records);
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::done, "");
+  CAF_REQUIRE(s.approve(0).ok);
+  CAF_CHECK_EQUAL(show(s, s.merge_ended(0, merge_end::gate_failed, "red")),
+                  "a:merging>ready");
+  s.next();
+  // The repaired work was never approved: it waits in review again.
+  CAF_CHECK_EQUAL(show(s, s.attempt_ended(0, attempt_end::done, "")),
+                  "a:running>verifying a:verifying>merging a:merging>review");
+}
