@@ -25,8 +25,10 @@
 // soon as its child is launched, `bind` of the permit to that child instead;
 // `idle` for every session that goes idle (a child's idle names only the
 // child, and may come before its call returns: the server remembers it);
-// `end` when a session is deleted. One connection per OpenCode process: when
-// OpenCode exits, the server releases whatever it still held.
+// `release` when a call fails before it returns (its tool part turns to
+// "error" and no tool.execute.after comes); `end` when a session is
+// deleted. One connection per OpenCode process: when OpenCode exits, the
+// server releases whatever it still held.
 //
 // OpenCode may initialize a plugin more than once in one process (and a user
 // may list it in two configs): every instance then sees every hook and
@@ -195,6 +197,9 @@ interface Call {
   background: boolean
   /// The dispatch token the call starts a managed task with.
   token?: string
+  /// Settles once a managed call's child is linked (or cannot be).
+  linked?: Promise<void>
+  settleLink?: () => void
 }
 
 /// What one OpenCode process shares between the plugin's instances.
@@ -208,6 +213,11 @@ interface Shared {
   /// Child sessions linked to a managed task by this process: their
   /// writes are checked against the task's roots.
   managed: Set<string>
+  /// Managed calls not linked yet, by calling session: a child of that
+  /// session waits for them before it writes.
+  linking: Map<string, Set<Promise<void>>>
+  /// The parent of every child session seen created.
+  parents: Map<string, string>
   /// Events already handled (every instance gets the same event).
   seen: WeakSet<object>
 }
@@ -218,6 +228,8 @@ const shared: Shared = ((globalThis as any)[Symbol.for("taskforce.opencode")] ??
   tokens: new Map(),
   used: new Set(),
   managed: new Set(),
+  linking: new Map(),
+  parents: new Map(),
   seen: new WeakSet(),
 })
 
@@ -316,6 +328,29 @@ export const TaskforcePlugin = async ({ directory, client }: { directory: string
     return String(live.id)
   }
 
+  /// Links a managed call's child to its task and tells the model.
+  const linkChild = async (call: Call, child: any, output: Json) => {
+    let note: string
+    if (!child) {
+      note = "taskforce: the managed task's child session is unknown; it was not linked"
+    } else {
+      try {
+        const answer = await ask({ op: "bg.link", token: call.token, child_session: String(child) })
+        if (answer.abort_child) {
+          await abortChild(String(child))
+          note = `taskforce: task ${answer.task?.id} was cancelled before its child started; the child is aborted`
+        } else {
+          shared.managed.add(String(child))
+          note = `taskforce: task ${answer.task?.id} is running in child session ${child}`
+        }
+      } catch (e) {
+        await abortChild(String(child))
+        note = `taskforce: the child was aborted, its dispatch was refused (${(e as Error).message})`
+      }
+    }
+    if (typeof output?.output === "string") output.output += `\n\n${note}`
+  }
+
   const admit = async (input: Json, output: Json, call: Call) => {
     const holder = String(input.callID)
     const args = output?.args ?? {}
@@ -330,6 +365,15 @@ export const TaskforcePlugin = async ({ directory, client }: { directory: string
         )
       shared.used.add(token)
       call.token = token
+      const caller = String(input.sessionID)
+      call.linked = new Promise<void>((settle) => (call.settleLink = settle))
+      const pending = shared.linking.get(caller) ?? new Set<Promise<void>>()
+      pending.add(call.linked)
+      shared.linking.set(caller, pending)
+      call.linked.then(() => {
+        pending.delete(call.linked!)
+        if (!pending.size) shared.linking.delete(caller)
+      })
       if (backgroundSubagents()) args.background = true
       const task = shared.tokens.get(token)
       args.prompt =
@@ -358,6 +402,7 @@ export const TaskforcePlugin = async ({ directory, client }: { directory: string
       // Give up the wait (or the permit, if the answer raced the deadline).
       server.request({ op: "release", holder, reason: "aborted" }).catch(() => {})
       if (call.token) shared.used.delete(call.token)
+      call.settleLink?.()
       throw new Error(
         `taskforce refused this subagent (${(e as Error).message}); ` +
           "do not retry it at once, go on with what you can do yourself",
@@ -368,6 +413,13 @@ export const TaskforcePlugin = async ({ directory, client }: { directory: string
   return {
     "tool.execute.before": async (input: Json, output: Json) => {
       const session = String(input.sessionID)
+      const parent = shared.parents.get(session)
+      const linking = parent ? shared.linking.get(parent) : undefined
+      if (linking?.size && writtenFiles(String(input.tool), output?.args).length) {
+        // This child may be the one a managed call is about to link: its
+        // writes wait for that (the call returns within milliseconds).
+        await within(Promise.all([...linking]), answerMs, "the managed task was not linked").catch(() => {})
+      }
       if (shared.managed.has(session)) {
         // A managed task's child writes only inside its task's roots, and
         // only while its task runs (the server judges where a path lies).
@@ -406,25 +458,11 @@ export const TaskforcePlugin = async ({ directory, client }: { directory: string
       const child = metadata.jobId ?? metadata.sessionId
       const launched = metadata.background === true && child
       if (call.token) {
-        let note: string
-        if (!child) {
-          note = "taskforce: the managed task's child session is unknown; it was not linked"
-        } else {
-          try {
-            const answer = await ask({ op: "bg.link", token: call.token, child_session: String(child) })
-            if (answer.abort_child) {
-              await abortChild(String(child))
-              note = `taskforce: task ${answer.task?.id} was cancelled before its child started; the child is aborted`
-            } else {
-              shared.managed.add(String(child))
-              note = `taskforce: task ${answer.task?.id} is running in child session ${child}`
-            }
-          } catch (e) {
-            await abortChild(String(child))
-            note = `taskforce: the child was aborted, its dispatch was refused (${(e as Error).message})`
-          }
+        try {
+          await linkChild(call, child, output)
+        } finally {
+          call.settleLink?.()
         }
-        if (typeof output?.output === "string") output.output += `\n\n${note}`
       }
       if (!call.permit) return
       if (launched) {
@@ -440,7 +478,21 @@ export const TaskforcePlugin = async ({ directory, client }: { directory: string
       if (!event || typeof event !== "object" || shared.seen.has(event)) return
       shared.seen.add(event)
       const properties = event.properties ?? {}
-      if (event.type === "session.idle" && properties.sessionID) {
+      if (event.type === "session.created" && properties.info?.parentID) {
+        shared.parents.set(String(properties.info.id), String(properties.info.parentID))
+      } else if (event.type === "message.part.updated") {
+        // A task call that fails before it returns (an unknown agent, a
+        // call aborted while it waits) gets no tool.execute.after: its tool
+        // part's error ends it here.
+        const part = properties.part ?? {}
+        if (part.type !== "tool" || part.state?.status !== "error") return
+        const holder = String(part.callID)
+        const call = shared.calls.get(holder)
+        if (!call) return
+        shared.calls.delete(holder)
+        call.settleLink?.()
+        await ask({ op: "release", holder, reason: "error" }).catch(() => {})
+      } else if (event.type === "session.idle" && properties.sessionID) {
         // Every idle: the server releases the background permits bound to
         // that session, and remembers it for a bind still to come.
         await ask({ op: "idle", session: String(properties.sessionID) }).catch(() => {})
