@@ -5,7 +5,8 @@
 // child is launched, so its permit is bound to the child and ends with the
 // child's idle; the plugin loaded twice in one process admits and releases
 // each call once; a child that goes idle before its call returns frees its
-// permit; a call that fails before it returns gives its permit back; and
+// permit; a child that `opencode run` aborts at its end gives its permit
+// back once; a call that fails before it returns gives its permit back; and
 // the model runs managed background work through the plugin's
 // tools (orch_prepare, the exact task call it answers, orch_complete from the
 // child), which the server's bg.status shows done.
@@ -146,6 +147,43 @@ export const Slow = async () => ({
   auto r = c.run_opencode(model, opt);
   CAF_CHECK(r.success());
   check_one_after_the_other(c, model);
+}
+
+CAF_TEST(a child that opencode run aborts gives its permit back once) {
+  auto clis = find_harness_clis();
+  if (clis.dir.empty()) {
+    say_skipped(clis.why_not);
+    return;
+  }
+  plugin_case c{clis};
+  c.serve(R"({"maxParallel": 1, "queueTimeoutMs": 60000})");
+  // The main turn launches a background child that takes long and ends at
+  // once: `opencode run` then aborts the child (its idle follows) and, in
+  // this version, initializes the plugin a second time, which sees the
+  // child's idle again.
+  model_server model{c.s.dir, R"({"rules": [
+    {"name": "slow", "when": "SLOW-WORK", "steps": [
+      {"text": "never seen", "delayMs": 60000}]},
+    {"name": "main", "when": "PLUGIN-MAIN", "steps": [
+      {"tool": "task", "input": {"description": "slow one",
+        "prompt": "SLOW-WORK", "subagent_type": "general",
+        "background": true}},
+      {"text": "launched"}]}]})"};
+  opencode_options opt;
+  opt.background = true;
+  auto r = c.run_opencode(model, opt);
+  CAF_CHECK(r.success());
+  auto holders = c.started();
+  CAF_REQUIRE_EQUAL(holders.size(), 1u);
+  // The child began, and its permit ended with its idle, once.
+  bool began = false;
+  for (auto& e : model_events(model))
+    began = began || (rule_of(e) == "slow" && e["event"] == "request");
+  CAF_CHECK(began);
+  CAF_CHECK_EQUAL(c.terminal_events(holders[0]), 1);
+  CAF_CHECK_EQUAL(c.event_of("released", holders[0]).value("reason", ""),
+                  "idle");
+  CAF_CHECK(c.nothing_held());
 }
 
 CAF_TEST(the model runs managed background work through the plugin tools) {
