@@ -466,3 +466,30 @@ CAF_TEST(the end of the session gives back what it held and ends its waits) {
   if (c.release_reason(order[0]) != "ended")
     CAF_MESSAGE("events:\n" << c.dump());
 }
+
+CAF_TEST(a call a permission rule turns down gives its permit back at once) {
+  auto clis = find_harness_clis();
+  if (skip_without_clis(clis))
+    return;
+  hook_case c{clis, R"({"maxParallel": 1, "queueTimeoutMs": 60000})"};
+  // The hook admits the call; Claude Code's own rules then refuse it.
+  c.w.dir.write(
+    "project/.claude/settings.local.json",
+    R"rule({"permissions": {"deny": ["Agent(general-purpose)"]}})rule");
+  model_server model{c.w.dir, R"({"rules": [
+    {"name": "sub1", "when": "SUB-ONE-WORK", "steps": [
+      {"text": "sub one is done"}]},
+    {"name": "main", "when": "HOOK-MAIN", "steps": [
+      )" + agent_call("sub 1", "SUB-ONE-WORK", true)
+                                + R"(,
+      {"text": "it was refused"}]}]})"};
+  auto r = c.run_claude(model, "HOOK-MAIN: run a subagent");
+  CAF_CHECK(r.success());
+  auto order = c.started();
+  CAF_REQUIRE_EQUAL(order.size(), 1u);
+  // Given back by the refusal (PostToolUseFailure), not by the session's
+  // end.
+  CAF_CHECK_EQUAL(c.release_reason(order[0]), "error");
+  CAF_CHECK_EQUAL(count(model_events(model), "request", "sub1"), 0);
+  CAF_CHECK(c.nothing_held());
+}
