@@ -6,7 +6,9 @@
 // subagents of one turn, one in the foreground and one in the background,
 // run one after the other; failed subagents give their permit back so the
 // next one runs; a wait past queueTimeoutMs is denied and the model reads
-// why.
+// why; a Workflow's subagents hold a permit from start to stop; the end of
+// the session gives back what it held and ends its waits; a call Claude
+// Code's permission rules refuse gives its permit back at once.
 #define CAF_SUITE e2e.real_claude_hook
 #include <caf/test/unit_test.hpp>
 
