@@ -41,8 +41,9 @@
 // server started), "event": "request"|"response"|"unknown", "api", "rule",
 // "step", "prompt" (its first 200 characters), "markers" (the `when` of every
 // rule found anywhere in the request's messages), "tools" (the names of the
-// tools the request offers), "calls" (the tool calls answered), "inputs"
-// (their inputs)}. With
+// tools the request offers), "results" (the tool results the request hands
+// back, when it does: [{"text", "is_error"}]), "calls" (the tool calls
+// answered), "inputs" (their inputs)}. With
 // --dump, every request body is appended to that file as well.
 import http from 'node:http';
 import fs from 'node:fs';
@@ -180,6 +181,38 @@ function withCwd(value, cwd) {
   if (value && typeof value === 'object')
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withCwd(v, cwd)]));
   return value;
+}
+
+/// The tool results the request's last turn hands back to the model, each
+/// {"content", "is_error"}: what the harness told the model about the calls
+/// of the step before (a hook's denial, a failed subagent, a tool's answer).
+function toolResultParts(api, body) {
+  const out = [];
+  const add = (content, isError) => out.push({ content, is_error: !!isError });
+  if (api === 'anthropic') {
+    const messages = body.messages || [];
+    const last = messages[messages.length - 1];
+    if (last && last.role === 'user' && Array.isArray(last.content))
+      for (const b of last.content)
+        if (b.type === 'tool_result') add(b.content, b.is_error);
+  } else if (api === 'chat') {
+    const messages = body.messages || [];
+    for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; --i)
+      add(messages[i].content, false);
+    out.reverse();
+  } else if (Array.isArray(body.input)) {
+    for (let i = body.input.length - 1;
+         i >= 0 && (body.input[i].type || '').endsWith('_call_output'); --i)
+      add(body.input[i].output, false);
+    out.reverse();
+  }
+  return out;
+}
+
+/// The same, each {"text": its first 300 characters, "is_error": bool}.
+function toolResults(api, body) {
+  return toolResultParts(api, body).map((p) => ({
+    text: textOf(p.content).slice(0, 300), is_error: p.is_error }));
 }
 
 // ---- answering ---------------------------------------------------------------
@@ -346,6 +379,8 @@ function answer(api, req, res, body) {
   const entry = { event: 'request', api, path: req.url, rule: chosen.rule, step: chosen.index,
                   prompt: chosen.prompt.slice(0, 200), markers: chosen.markers,
                   tools: toolNames(api, body), stream: !!body.stream, cwd };
+  const results = toolResults(api, body);
+  if (results.length) entry.results = results;
   log(entry);
   const reply = () => {
     if (step.status) {
@@ -375,20 +410,8 @@ function answer(api, req, res, body) {
 
 /// The text of the latest tool result in a request.
 function lastToolResult(api, body) {
-  let out = '';
-  if (api === 'anthropic') {
-    for (const m of body.messages || [])
-      if (Array.isArray(m.content))
-        for (const b of m.content) if (b.type === 'tool_result') out = textOf(b.content);
-  } else if (api === 'chat') {
-    for (const m of body.messages || []) if (m.role === 'tool') out = textOf(m.content);
-  } else {
-    let input = body.input;
-    for (const item of Array.isArray(input) ? input : [])
-      if ((item.type || '').endsWith('_call_output'))
-        out = typeof item.output === 'string' ? item.output : textOf(item.output);
-  }
-  return out;
+  const parts = toolResultParts(api, body);
+  return parts.length ? textOf(parts[parts.length - 1].content) : '';
 }
 
 /// `input`, or for "{result-json}" the last JSON object in the latest tool
