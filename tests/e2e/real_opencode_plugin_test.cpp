@@ -7,15 +7,11 @@
 #define CAF_SUITE e2e.real_opencode_plugin
 #include <caf/test/unit_test.hpp>
 
-#include <memory>
 #include <string>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "e2e/harness.hpp"
-#include "e2e/protocol_client.hpp"
-#include "scenarios/scenario.hpp"
+#include "e2e/opencode_plugin.hpp"
 
 using namespace taskforce;
 using namespace taskforce::test;
@@ -23,9 +19,6 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-const std::string plugin
-  = std::string{TASKFORCE_SOURCE_DIR} + "/integrations/opencode/taskforce.ts";
 
 /// The main turn asks for two subagents at once, then ends; each subagent
 /// answers from its own steps.
@@ -42,129 +35,6 @@ std::string two_subagents(const std::string& sub1, const std::string& sub2) {
         {"tool": "task", "input": {"description": "sub 2",
           "prompt": "SUB-TWO-WORK", "subagent_type": "general"}}]},
       {"text": "both subagents are done"}]}]})";
-}
-
-struct plugin_case {
-  const harness_clis& clis;
-  scenario s;
-  std::unique_ptr<serve_process> server;
-  std::unique_ptr<tcp_peer> watcher;
-  std::vector<json> events;
-
-  explicit plugin_case(const harness_clis& c) : clis(c) {}
-
-  /// Starts `taskforce serve --listen` in the project with `pool` as the
-  /// pool config, and a connection that watches every holder's events.
-  void serve(const std::string& pool) {
-    s.set_config(R"({"pool": )" + pool + "}");
-    server = std::make_unique<serve_process>(
-      TASKFORCE_BINARY,
-      std::vector<std::string>{"--repo", s.root.string(), "--config",
-                               s.config.string(), "serve", "--listen",
-                               "127.0.0.1:0"},
-      s.root.string());
-    // Its log may come first; the line that names the port comes once.
-    std::string line;
-    auto at = std::string::npos;
-    while (at == std::string::npos) {
-      auto next = server->stderr_line(60000ms);
-      CAF_REQUIRE(next.has_value());
-      line = *next;
-      at = line.find("listening on 127.0.0.1:");
-    }
-    auto port = static_cast<uint16_t>(std::stoi(
-      line.substr(at + std::string{"listening on 127.0.0.1:"}.size())));
-    auto endpoint
-      = json::parse(read_file(s.root / ".taskforce" / "endpoint.json"));
-    watcher
-      = std::make_unique<tcp_peer>(port, endpoint["token"].get<std::string>());
-    auto r = watcher->peer.call({{"id", "sub"}, {"op", "subscribe"}});
-    CAF_REQUIRE(r["ok"] == true);
-  }
-
-  /// `opencode run PROMPT` in the project with the plugin loaded.
-  proc::run_result run_opencode(const model_server& model) {
-    auto home = s.dir.path() / "opencode-home";
-    auto env = own_home(home, clis);
-    auto config = home / ".config" / "opencode";
-    s.dir.write(
-      "opencode-home/.config/opencode/opencode.json",
-      opencode_config(model, R"(, "plugin": ["file://)" + plugin + R"("])"));
-    // OpenCode installs @opencode-ai/plugin in each config folder unless it
-    // is there already; offline that stalls, so the pinned one is linked.
-    std::filesystem::create_symlink(clis.dir / "node_modules",
-                                    config / "node_modules");
-    std::filesystem::copy_file(clis.dir / "package.json",
-                               config / "package.json");
-    std::filesystem::copy_file(clis.dir / "package-lock.json",
-                               config / "package-lock.json");
-    env.emplace_back("OPENCODE_DISABLE_MODELS_FETCH", "1");
-    env.emplace_back("TASKFORCE_ENDPOINT",
-                     (s.root / ".taskforce" / "endpoint.json").string());
-    proc::run_options o;
-    o.argv = {(clis.bin() / "opencode").string(), "run",
-              "PLUGIN-MAIN: run both subagents"};
-    o.cwd = s.root.string();
-    o.env = env;
-    o.log_file = (s.dir.path() / "opencode.log").string();
-    o.timeout = std::chrono::minutes(12);
-    auto r = proc::run(o);
-    if (!r.success())
-      CAF_MESSAGE("opencode said:\n" << read_file(o.log_file));
-    // The events the run caused, all there by now.
-    try {
-      for (;;)
-        events.push_back(watcher->peer.next(3000ms));
-    } catch (const std::runtime_error&) {
-    }
-    return r;
-  }
-
-  /// The index of the first event `name` of `holder`; -1 when none.
-  int index_of(const std::string& name, const std::string& holder) const {
-    for (size_t i = 0; i < events.size(); ++i)
-      if (events[i].value("event", "") == name
-          && events[i].value("holder", "") == holder)
-        return static_cast<int>(i);
-    return -1;
-  }
-
-  /// The holders in the order they were granted.
-  std::vector<std::string> started() const {
-    std::vector<std::string> out;
-    for (auto& e : events)
-      if (e.value("event", "") == "started")
-        out.push_back(e.value("holder", ""));
-    return out;
-  }
-
-  std::string dump() const {
-    std::string out;
-    for (auto& e : events)
-      out += e.dump() + "\n";
-    return out;
-  }
-};
-
-/// Whether the model server saw `second`'s first request only after it
-/// answered `first`'s last step.
-bool one_after_the_other(const model_server& model) {
-  int first_done = -1, second_begun = -1, i = 0;
-  std::string first;
-  for (auto& line : model.events()) {
-    auto e = json::parse(line);
-    auto rule = e["rule"].is_string() ? e["rule"].get<std::string>() : "";
-    if (rule == "sub1" || rule == "sub2") {
-      if (first.empty())
-        first = rule;
-      if (rule == first && e["event"] == "response")
-        first_done = i;
-      if (rule != first && e["event"] == "request" && second_begun < 0)
-        second_begun = i;
-    }
-    ++i;
-  }
-  return first_done >= 0 && second_begun > first_done;
 }
 
 } // namespace
@@ -193,7 +63,7 @@ CAF_TEST(two subagents at once run one after the other with maxParallel 1) {
   CAF_CHECK(c.index_of("released", order[1]) >= 0);
   if (c.index_of("started", order[1]) <= c.index_of("released", order[0]))
     CAF_MESSAGE("events:\n" << c.dump());
-  CAF_CHECK(one_after_the_other(model));
+  CAF_CHECK(one_after_the_other(model, "sub1", "sub2"));
   // Nothing is held or queued once OpenCode is done.
   auto st = c.watcher->peer.call({{"id", "st"}, {"op", "status"}});
   for (auto& pool : st["pools"]) {

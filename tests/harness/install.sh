@@ -24,7 +24,8 @@ fail() {
 }
 
 lock="$here/package-lock.json"
-hash="$(sha256sum "$lock" "$here/package.json" | sha256sum | cut -c1-16)"
+# The contents only, not the paths: every checkout of the same pins shares one.
+hash="$(cat "$lock" "$here/package.json" | sha256sum | cut -c1-16)"
 dir="${TASKFORCE_HARNESS_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/taskforce-harness/$hash}"
 stamp="$dir/.installed"
 

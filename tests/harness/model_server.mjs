@@ -26,6 +26,12 @@
 //   {"status": 400, "error": "message"}              an HTTP error instead
 //   "delayMs": N                                     (any step) wait first
 //   "usage": {"input_tokens": N, "output_tokens": N} (any step) reported
+//   "waitFor": "RULE"                                (any step) answer only
+//       once every step of rule RULE was answered (at most 120 s): a main
+//       turn that must stay busy until a background subagent is done
+// A tool call's input may be the string "{result-json}": the last JSON
+// object in the latest tool result of the request (a tool that answers with
+// the exact call to make next).
 // In a tool call's input, "{cwd}" in a string stands for the working
 // directory the CLI told the model about (Claude Code's "Primary working
 // directory:", Codex's <cwd>, OpenCode's "Working directory:"), so a script
@@ -37,7 +43,7 @@
 // rule found anywhere in the request's messages), "tools" (the names of the
 // tools the request offers), "results" (the tool results the request hands
 // back, when it does: [{"text", "is_error"}]), "calls" (the tool calls
-// answered)}. With
+// answered), "inputs" (their inputs)}. With
 // --dump, every request body is appended to that file as well.
 import http from 'node:http';
 import fs from 'node:fs';
@@ -178,13 +184,11 @@ function withCwd(value, cwd) {
 }
 
 /// The tool results the request's last turn hands back to the model, each
-/// {"text": its first 300 characters, "is_error": bool}: what the harness
-/// told the model about the calls of the step before (a hook's denial, a
-/// failed subagent).
-function toolResults(api, body) {
+/// {"content", "is_error"}: what the harness told the model about the calls
+/// of the step before (a hook's denial, a failed subagent, a tool's answer).
+function toolResultParts(api, body) {
   const out = [];
-  const add = (content, isError) =>
-    out.push({ text: textOf(content).slice(0, 300), is_error: !!isError });
+  const add = (content, isError) => out.push({ content, is_error: !!isError });
   if (api === 'anthropic') {
     const messages = body.messages || [];
     const last = messages[messages.length - 1];
@@ -203,6 +207,12 @@ function toolResults(api, body) {
     out.reverse();
   }
   return out;
+}
+
+/// The same, each {"text": its first 300 characters, "is_error": bool}.
+function toolResults(api, body) {
+  return toolResultParts(api, body).map((p) => ({
+    text: textOf(p.content).slice(0, 300), is_error: p.is_error }));
 }
 
 // ---- answering ---------------------------------------------------------------
@@ -365,7 +375,7 @@ function answer(api, req, res, body) {
   const chosen = choose(api, body);
   const step = chosen.step;
   const cwd = cwdOf(body);
-  const calls = callsOf(step).map((c) => ({ ...c, input: withCwd(c.input, cwd) }));
+  const calls = callsOf(step).map((c) => ({ ...c, input: withCwd(fromResult(api, body, c.input), cwd) }));
   const entry = { event: 'request', api, path: req.url, rule: chosen.rule, step: chosen.index,
                   prompt: chosen.prompt.slice(0, 200), markers: chosen.markers,
                   tools: toolNames(api, body), stream: !!body.stream, cwd };
@@ -380,16 +390,69 @@ function answer(api, req, res, body) {
         ? { type: 'error', error: { type: 'invalid_request_error', message } }
         : { error: { message, type: 'invalid_request_error', code: null } }));
       log({ event: 'response', api, rule: chosen.rule, step: chosen.index, status: step.status });
+      countAnswer(chosen.rule);
       return;
     }
     if (api === 'anthropic') anthropic(res, body, step, calls);
     else if (api === 'chat') chat(res, body, step, calls);
     else responses(res, body, step, calls);
     log({ event: 'response', api, rule: chosen.rule, step: chosen.index,
-          calls: calls.map((c) => c.tool), text: step.text ?? null });
+          calls: calls.map((c) => c.tool), inputs: calls.map((c) => c.input),
+          text: step.text ?? null });
+    countAnswer(chosen.rule);
   };
-  if (step.delayMs) setTimeout(reply, step.delayMs);
-  else reply();
+  const delayed = () => (step.delayMs ? setTimeout(reply, step.delayMs) : reply());
+  if (step.waitFor) afterRule(step.waitFor, delayed);
+  else delayed();
+}
+
+// ---- steps that depend on the conversation or on other rules -----------------
+
+/// The text of the latest tool result in a request.
+function lastToolResult(api, body) {
+  const parts = toolResultParts(api, body);
+  return parts.length ? textOf(parts[parts.length - 1].content) : '';
+}
+
+/// `input`, or for "{result-json}" the last JSON object in the latest tool
+/// result (`{}` when there is none).
+function fromResult(api, body, input) {
+  if (input !== '{result-json}') return input;
+  const result = lastToolResult(api, body);
+  for (let end = result.lastIndexOf('}'); end >= 0; end = result.lastIndexOf('}', end - 1))
+    for (let start = result.lastIndexOf('{', end); start >= 0; start = result.lastIndexOf('{', start - 1)) {
+      try {
+        return JSON.parse(result.slice(start, end + 1));
+      } catch {}
+    }
+  return {};
+}
+
+/// How many responses each rule has had, and who waits for a rule to be done.
+const answered = new Map();
+const waiting = [];
+
+/// Counts a response of `rule` and wakes whoever waited for it.
+function countAnswer(rule) {
+  if (!rule) return;
+  answered.set(rule, (answered.get(rule) || 0) + 1);
+  for (let i = waiting.length - 1; i >= 0; --i)
+    if (ruleDone(waiting[i].rule)) waiting.splice(i, 1)[0].go();
+}
+
+function ruleDone(name) {
+  const rule = rules.find((r) => (r.name || r.when) === name);
+  const steps = rule ? (rule.steps || [{}]).length : 1;
+  return (answered.get(name) || 0) >= steps;
+}
+
+/// Runs `go` once every step of rule `name` was answered, or after 120 s.
+function afterRule(name, go) {
+  if (ruleDone(name)) return go();
+  let done = false;
+  const once = () => { if (!done) { done = true; go(); } };
+  waiting.push({ rule: name, go: once });
+  setTimeout(once, 120000);
 }
 
 const server = http.createServer((req, res) => {
