@@ -357,6 +357,44 @@ CAF_TEST(a nested call of a background subagent borrows its bound permit) {
   CAF_CHECK(w.running().empty());
 }
 
+CAF_TEST(a background agent that starts before or after its bind ties right) {
+  w.set_config(R"({"pool": {"maxParallel": 2, "queueTimeoutMs": 60000}})");
+  for (auto start_first : {true, false}) {
+    auto n = std::string{start_first ? "1" : "2"};
+    auto fg = "toolu_fg" + n, bg = "toolu_bg" + n;
+    auto fg_agent = "af0" + n, bg_agent = "ab0" + n;
+    // A foreground and a background call in one message, both admitted.
+    CAF_REQUIRE(admitted(w.hook(pre(fg, false))));
+    CAF_REQUIRE(admitted(w.hook(pre(bg))));
+    // Claude Code reports the background agent's start and its launch in
+    // either order; the foreground agent's start comes with them.
+    if (start_first) {
+      CAF_CHECK(admitted(w.hook(agent_start(bg_agent))));
+      CAF_CHECK(admitted(w.hook(agent_start(fg_agent))));
+      CAF_CHECK(admitted(w.hook(post_launched(bg, bg_agent))));
+    } else {
+      CAF_CHECK(admitted(w.hook(post_launched(bg, bg_agent))));
+      CAF_CHECK(admitted(w.hook(agent_start(bg_agent))));
+      CAF_CHECK(admitted(w.hook(agent_start(fg_agent))));
+    }
+    // The pool is full; each agent's foreground call borrows.
+    auto nf = "toolu_nf" + n, nb = "toolu_nb" + n;
+    CAF_CHECK(admitted(w.hook(inside(pre(nf, false), fg_agent))));
+    CAF_CHECK(admitted(w.hook(inside(pre(nb, false), bg_agent))));
+    CAF_CHECK_EQUAL(lent_of(w, nf), true);
+    CAF_CHECK_EQUAL(lent_of(w, nb), true);
+    CAF_CHECK(admitted(w.hook(inside(post_completed(nf, "an" + n), fg_agent))));
+    CAF_CHECK(admitted(w.hook(inside(post_completed(nb, "am" + n), bg_agent))));
+    // The background agent's stop releases its own permit, never the
+    // foreground call's.
+    CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", bg_agent))));
+    CAF_CHECK_EQUAL(w.running(), std::vector<std::string>{fg});
+    CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", fg_agent))));
+    CAF_CHECK(admitted(w.hook(post_completed(fg, fg_agent))));
+    CAF_CHECK(w.running().empty());
+  }
+}
+
 CAF_TEST(acquire holds a permit until release from another process) {
   auto a = w.run({"acquire", "--session", "s", "--holder", "job-1"});
   CAF_REQUIRE_EQUAL(a.code, 0);
