@@ -164,6 +164,19 @@ own_home(const std::filesystem::path& home, const harness_clis& clis) {
   };
 }
 
+/// The environment of a real `claude`: a home of its own under `home`, the
+/// model server in place of Anthropic's, and no traffic beyond it.
+inline std::vector<std::pair<std::string, std::string>>
+claude_env(const std::filesystem::path& home, const harness_clis& clis,
+           const model_server& model) {
+  auto env = own_home(home, clis);
+  env.emplace_back("ANTHROPIC_BASE_URL", model.url());
+  env.emplace_back("ANTHROPIC_API_KEY", "scripted-key");
+  env.emplace_back("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+  env.emplace_back("DISABLE_AUTOUPDATER", "1");
+  return env;
+}
+
 /// OpenCode's config for the model server: a provider through the bundled
 /// OpenAI-compatible SDK, its one model the default, no update checks, no
 /// sharing.

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -446,6 +447,42 @@ class tcp_peer {
     peer = protocol_peer{fd_, fd_};
   }
 
+  int fd_ = -1;
+};
+
+/// A connection to a server's Unix socket (the per-user server's
+/// pool.sock): no hello, the socket's folder is the gate.
+class unix_peer {
+ public:
+  /// Connects to the socket at `path`; throws when nothing answers there.
+  explicit unix_peer(const std::string& path) {
+    fd_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof addr.sun_path)
+      throw std::runtime_error("socket path too long: " + path);
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    if (::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      auto why = std::string{std::strerror(errno)};
+      ::close(fd_);
+      fd_ = -1;
+      throw std::runtime_error("connect to " + path + " failed: " + why);
+    }
+    peer = protocol_peer{fd_, fd_};
+  }
+
+  ~unix_peer() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+
+  unix_peer(const unix_peer&) = delete;
+  unix_peer& operator=(const unix_peer&) = delete;
+
+  /// The protocol over the socket.
+  protocol_peer peer;
+
+ private:
   int fd_ = -1;
 };
 

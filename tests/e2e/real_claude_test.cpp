@@ -32,11 +32,6 @@ CAF_TEST(claude edits its worktree is repaired in its session and merges) {
                R"({"tool": "Edit", "input": {"file_path": "{cwd}/notes.txt",
                                   "old_string": "draft",
                                   "new_string": "fixed"}})")};
-  auto env = own_home(c.s.dir.path() / "claude-home", clis);
-  env.emplace_back("ANTHROPIC_BASE_URL", model.url());
-  env.emplace_back("ANTHROPIC_API_KEY", "scripted-key");
-  env.emplace_back("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
-  env.emplace_back("DISABLE_AUTOUPDATER", "1");
-  c.run("claude", env);
+  c.run("claude", claude_env(c.s.dir.path() / "claude-home", clis, model));
   c.check(model);
 }

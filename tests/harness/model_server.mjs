@@ -35,7 +35,9 @@
 // server started), "event": "request"|"response"|"unknown", "api", "rule",
 // "step", "prompt" (its first 200 characters), "markers" (the `when` of every
 // rule found anywhere in the request's messages), "tools" (the names of the
-// tools the request offers), "calls" (the tool calls answered)}. With
+// tools the request offers), "results" (the tool results the request hands
+// back, when it does: [{"text", "is_error"}]), "calls" (the tool calls
+// answered)}. With
 // --dump, every request body is appended to that file as well.
 import http from 'node:http';
 import fs from 'node:fs';
@@ -173,6 +175,34 @@ function withCwd(value, cwd) {
   if (value && typeof value === 'object')
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withCwd(v, cwd)]));
   return value;
+}
+
+/// The tool results the request's last turn hands back to the model, each
+/// {"text": its first 300 characters, "is_error": bool}: what the harness
+/// told the model about the calls of the step before (a hook's denial, a
+/// failed subagent).
+function toolResults(api, body) {
+  const out = [];
+  const add = (content, isError) =>
+    out.push({ text: textOf(content).slice(0, 300), is_error: !!isError });
+  if (api === 'anthropic') {
+    const messages = body.messages || [];
+    const last = messages[messages.length - 1];
+    if (last && last.role === 'user' && Array.isArray(last.content))
+      for (const b of last.content)
+        if (b.type === 'tool_result') add(b.content, b.is_error);
+  } else if (api === 'chat') {
+    const messages = body.messages || [];
+    for (let i = messages.length - 1; i >= 0 && messages[i].role === 'tool'; --i)
+      add(messages[i].content, false);
+    out.reverse();
+  } else if (Array.isArray(body.input)) {
+    for (let i = body.input.length - 1;
+         i >= 0 && (body.input[i].type || '').endsWith('_call_output'); --i)
+      add(body.input[i].output, false);
+    out.reverse();
+  }
+  return out;
 }
 
 // ---- answering ---------------------------------------------------------------
@@ -339,6 +369,8 @@ function answer(api, req, res, body) {
   const entry = { event: 'request', api, path: req.url, rule: chosen.rule, step: chosen.index,
                   prompt: chosen.prompt.slice(0, 200), markers: chosen.markers,
                   tools: toolNames(api, body), stream: !!body.stream, cwd };
+  const results = toolResults(api, body);
+  if (results.length) entry.results = results;
   log(entry);
   const reply = () => {
     if (step.status) {
