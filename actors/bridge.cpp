@@ -213,6 +213,16 @@ void bridge_state::handle_line(const char* first, size_t size) {
                   d.child_session)
         .then(on_released, on_error);
       break;
+    case protocol::op_kind::child_started:
+      self
+        ->request(pool, reply_timeout, start_atom_v, d.session, d.child_session)
+        .then(
+          [this, seq, id](std::string& holder) {
+            if (unanswered(seq))
+              answer(seq, protocol::tied_line(id, holder));
+          },
+          on_error);
+      break;
     case protocol::op_kind::idle:
       self->request(pool, reply_timeout, caf::idle_atom::value, d.session)
         .then(on_holders, on_error);

@@ -155,6 +155,10 @@ pool_behavior(pool_actor::stateful_pointer<pool_state> self, pool_config cfg,
       st.apply();
       return released;
     },
+    [self](start_atom, const std::string& session, const std::string& child) {
+      auto& st = self->state;
+      return st.core->child_started(session, child, st.now());
+    },
     [self](caf::idle_atom, const std::string& session) {
       auto& st = self->state;
       auto released = st.core->idle(session, st.now());

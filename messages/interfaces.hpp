@@ -43,6 +43,9 @@ using pool_actor = caf::typed_actor<
   /// Ties a background holder to its child session; true if released at once
   /// because that child was idle within `idleMemoryMs`.
   caf::replies_to<bind_atom, std::string, std::string>::with<bool>,
+  /// A child session (second) started for an unnamed foreground call of a
+  /// session (first): answers the holder it was tied to, "" when none.
+  caf::replies_to<start_atom, std::string, std::string>::with<std::string>,
   /// A session went idle: releases the background holders it runs.
   caf::replies_to<caf::idle_atom, std::string>::with<std::vector<std::string>>,
   /// A session ended: releases its holders and cancels its waits.

@@ -94,11 +94,15 @@ step post_tool_use_failure(const json& event, const std::string& name) {
 }
 
 step subagent_start(const json& event, const std::string& name) {
-  // Agent-tool subagents were admitted at PreToolUse; only a Workflow's
-  // never passed it.
-  if (text_of(event, "agent_type") != "workflow-subagent")
-    return {};
   auto agent = need(event, "agent_id", name);
+  // Agent-tool subagents were admitted at PreToolUse: tie the agent to its
+  // permit, so its own nested calls find a parent to borrow from. Awaited
+  // before the agent's first model request, so before any nested call.
+  if (text_of(event, "agent_type") != "workflow-subagent")
+    return tell(name, {{"op", "child_started"},
+                       {"session", need(event, "session_id", name)},
+                       {"child_session", agent}});
+  // Only a Workflow's never passed PreToolUse.
   auto holder = "workflow:" + agent;
   json request{{"id", 1},
                {"op", "acquire"},

@@ -15,15 +15,22 @@
 //   PostToolUseFailure         release (error; aborted for an interrupt)
 //   SubagentStop, StopFailure  idle of the agent (agent_id): its background
 //                              permit is released
-//   SubagentStart              a Workflow subagent (never seen by
-//                              PreToolUse): acquire a background permit
-//                              bound to the agent; it can only delay
+//   SubagentStart              an Agent subagent: child_started, which ties
+//                              the agent to the session's oldest foreground
+//                              permit not tied yet (the event names no
+//                              call, and a foreground call's PostToolUse
+//                              comes only at its end); a Workflow subagent
+//                              (never seen by PreToolUse): acquire a
+//                              background permit bound to the agent; it can
+//                              only delay
 //   SessionEnd                 end of the session: all of it is released
 //
 // A nested call (made by a subagent: the event carries the caller's
-// agent_id) names that agent as its parent: it takes a free permit at once
-// or is denied, never waits (a parent waiting on a child that waits on the
-// parent's permit would deadlock).
+// agent_id) names that agent as its parent, which the server finds through
+// the permit bound (background) or tied (foreground) to the agent. It takes
+// a free permit at once, or, as a foreground call (the agent waits for it),
+// borrows the agent's permit, or is denied; it never waits (a parent waiting
+// on a child that waits on the parent's permit would deadlock).
 #pragma once
 
 #include <string>
@@ -42,7 +49,8 @@ struct claude_step {
     /// Ask for a permit and wait, but the call runs in any case (a Workflow
     /// subagent's SubagentStart cannot deny).
     delay,
-    /// Tell the server (release, bind, idle, end); never starts a server
+    /// Tell the server (release, bind, child_started, idle, end); never
+    /// starts a server
     /// (none running means nothing is held).
     tell,
   };

@@ -24,6 +24,10 @@ constexpr size_t kept_spare_holders = 64;
 /// is forgotten early (its late bind then waits for the next release).
 constexpr size_t kept_idles = 16384;
 
+/// Started children kept untied at most; beyond, the oldest is forgotten
+/// (its nested calls then find no parent to borrow from).
+constexpr size_t kept_untied = 256;
+
 std::string quoted(const std::string& x) {
   return in_quotes(x, '\'');
 }
@@ -192,22 +196,20 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
   if (!req.parent.empty()) {
     // Nested: a free permit of the parent's pool, else the parent's own
     // permit, else pool_full. Never queues, so a child cannot block the
-    // ancestor that waits for it.
-    holder* parent = nullptr;
-    pool_state* p = nullptr;
-    if (auto i = holders_.find(req.parent);
-        i != holders_.end() && i->second.state == phase::running) {
-      parent = &i->second;
-      p = parent->slot->pool;
-    } else {
-      p = &pool_for(req.session);
-    }
+    // ancestor that waits for it. Only a foreground call borrows: its caller
+    // waits for it, so the permit still runs one call at a time; a
+    // background call runs beside its caller and needs a permit of its own.
+    // A waiting caller lends to one call at a time for the same reason.
+    auto parent = find_parent(req.parent, req.session);
+    auto p = parent != nullptr ? parent->slot->pool : &pool_for(req.session);
+    const holder* borrower = nullptr;
     permit* slot = nullptr;
     bool lent = false;
     if (has_free(*p)) {
       slot = take_permit(*p);
     } else if (cfg_.nested == nested_policy::lend && parent != nullptr
-               && parent->kind == holder_kind::foreground) {
+               && req.kind == holder_kind::foreground
+               && (borrower = borrower_of(req.parent)) == nullptr) {
       slot = parent->slot;
       lent = true;
     } else {
@@ -215,10 +217,18 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
       if (cfg_.nested == nested_policy::fail_fast)
         why = "nested is fail_fast";
       else if (parent == nullptr)
-        why = "parent " + quoted(req.parent) + " holds no permit to lend";
-      else
         why = "parent " + quoted(req.parent)
-              + " is a background call and cannot lend its permit";
+              + " holds no permit to lend (it is neither a running holder "
+                "nor the child session of one in session "
+              + quoted(req.session) + ")";
+      else if (req.kind == holder_kind::background)
+        why = "a background call cannot borrow the permit of parent "
+              + quoted(req.parent)
+              + ": the parent does not wait for it (a foreground call can)";
+      else
+        why = "parent " + quoted(req.parent) + " already lends its permit to "
+              + quoted(*borrower->name)
+              + ", and a waiting parent lends to one call at a time";
       return refuse(errc::pool_full,
                     "no permit is free in pool " + quoted(*p->key) + " ("
                       + std::to_string(p->in_use)
@@ -227,6 +237,7 @@ acquire_result admission::acquire(acquire_request&& req, int64_t now) {
     auto& h = new_holder(std::move(req.holder));
     h.session = std::move(req.session);
     h.child_session = std::move(req.child_session);
+    h.caller = std::move(req.parent);
     h.kind = req.kind;
     h.connection = req.connection;
     h.listened = listening(req.connection);
@@ -336,6 +347,16 @@ bool admission::bind(const std::string& holder_name,
     return false;
   auto& h = i->second;
   h.child_session = child_session;
+  // Now the child's holder is known for sure: a guess that tied it to
+  // another holder is withdrawn, and a guess that tied another child to
+  // this one goes to a holder still free.
+  forget_untied(child_session);
+  untie(child_session, &h);
+  if (!h.started_child.empty() && h.started_child != child_session) {
+    auto other = std::move(h.started_child);
+    h.started_child.clear();
+    tie(h.session, other);
+  }
   // The idle event may overtake the call's return: remember it briefly.
   if (h.state == phase::running && h.kind == holder_kind::background
       && idle_recently(child_session, now)) {
@@ -346,9 +367,34 @@ bool admission::bind(const std::string& holder_name,
   return false;
 }
 
+std::string admission::child_started(const std::string& session,
+                                     const std::string& child_session,
+                                     int64_t now) {
+  out_.clear();
+  (void)now;
+  // Already tied (bind came first, or the start is reported twice).
+  for (auto h = running_line_.head; h != nullptr; h = h->next[1])
+    if (h->session == session
+        && (h->child_session == child_session
+            || h->started_child == child_session))
+      return *h->name;
+  forget_untied(child_session);
+  // Starts come in the order the calls were granted, give or take the calls
+  // that start at once: the oldest holder without a child is the best guess.
+  if (auto h = tie_candidate(session); h != nullptr) {
+    h->started_child = child_session;
+    return *h->name;
+  }
+  untied_.emplace_back(session, child_session);
+  if (untied_.size() > kept_untied)
+    untied_.pop_front();
+  return {};
+}
+
 std::vector<std::string> admission::idle(const std::string& session,
                                          int64_t now) {
   out_.clear();
+  forget_untied(session);
   if (cfg_.idle_memory_ms > 0)
     remember_idle(session, now);
   // Collect first: a permit handed over below must not be released by this
@@ -369,6 +415,12 @@ std::vector<std::string> admission::end(const std::string& session,
                                         int64_t now) {
   out_.clear();
   std::vector<std::string> result;
+  untied_.erase(std::remove_if(untied_.begin(), untied_.end(),
+                               [&session](const auto& x) {
+                                 return x.first == session
+                                        || x.second == session;
+                               }),
+                untied_.end());
   collect(queued_line_, session, true, true);
   auto waits = scratch_;
   for (auto h : waits) {
@@ -391,6 +443,7 @@ std::vector<std::string> admission::stop(int64_t now) {
   if (stopped_)
     return result;
   stopped_ = true;
+  untied_.clear();
   // Waits first, so the permits freed below go to nobody.
   while (auto h = queued_line_.head) {
     result.push_back(*h->name);
@@ -515,6 +568,8 @@ admission::holder& admission::new_holder(std::string&& name) {
   h.kind = holder_kind::foreground;
   h.state = phase::running;
   h.lent = false;
+  h.caller.clear();
+  h.started_child.clear();
   h.detached = false;
   h.listened = false;
   h.slot = nullptr;
@@ -750,6 +805,78 @@ size_t admission::ahead_of(const holder& h) const {
   return result;
 }
 
+// A parent is named by its holder, or by the child session a running
+// holder runs (bound exactly, or tied by child_started): a caller inside a
+// child session knows its own session, not the call that started it. The
+// holder must belong to the requesting session, unless the request comes
+// from the child session itself.
+admission::holder* admission::find_parent(const std::string& parent,
+                                          const std::string& session) {
+  if (auto i = holders_.find(parent); i != holders_.end())
+    return i->second.state == phase::running ? &i->second : nullptr;
+  holder* guessed = nullptr;
+  for (auto h = running_line_.head; h != nullptr; h = h->next[1]) {
+    if (h->session != session && parent != session)
+      continue;
+    if (h->child_session == parent)
+      return h;
+    if (guessed == nullptr && h->started_child == parent)
+      guessed = h;
+  }
+  return guessed;
+}
+
+const admission::holder*
+admission::borrower_of(const std::string& caller) const {
+  for (auto h = running_line_.head; h != nullptr; h = h->next[1])
+    if (h->lent && h->caller == caller)
+      return h;
+  return nullptr;
+}
+
+admission::holder* admission::tie_candidate(const std::string& session) {
+  for (auto h = running_line_.head; h != nullptr; h = h->next[1])
+    if (h->session == session && h->kind == holder_kind::foreground
+        && h->child_session.empty() && h->started_child.empty())
+      return h;
+  return nullptr;
+}
+
+void admission::tie(const std::string& session, const std::string& child) {
+  if (auto h = tie_candidate(session); h != nullptr) {
+    h->started_child = child;
+    return;
+  }
+  untied_.emplace_back(session, child);
+  if (untied_.size() > kept_untied)
+    untied_.pop_front();
+}
+
+// Withdraws every guess that tied `child` to a holder other than `keep`;
+// each holder so freed takes the oldest untied child of its session.
+void admission::untie(const std::string& child, const holder* keep) {
+  for (auto h = running_line_.head; h != nullptr; h = h->next[1]) {
+    if (h == keep || h->started_child != child)
+      continue;
+    h->started_child.clear();
+    auto i = std::find_if(untied_.begin(), untied_.end(), [h](const auto& x) {
+      return x.first == h->session;
+    });
+    if (i != untied_.end()) {
+      h->started_child = std::move(i->second);
+      untied_.erase(i);
+    }
+  }
+}
+
+void admission::forget_untied(const std::string& child) {
+  untied_.erase(std::remove_if(untied_.begin(), untied_.end(),
+                               [&child](const auto& x) {
+                                 return x.second == child;
+                               }),
+                untied_.end());
+}
+
 void admission::collect(const line<1>& from, const std::string& session,
                         bool requested, bool background_child) {
   scratch_.clear();
@@ -768,6 +895,7 @@ std::string admission::audit() const {
   size_t running = 0;
   std::unordered_map<const permit*, uint32_t> users;
   std::map<const pool_state*, std::set<const permit*>> slots;
+  std::set<std::string> callers;
   int64_t last = INT64_MIN;
   for (auto h = running_line_.head; h != nullptr; h = h->next[1]) {
     ++running;
@@ -778,6 +906,10 @@ std::string admission::audit() const {
     if (h->since < last)
       return fail("running line out of grant order at " + *h->name);
     last = h->since;
+    if (!h->started_child.empty() && h->kind != holder_kind::foreground)
+      return fail("background holder " + *h->name + " has a guessed child");
+    if (h->lent && !callers.insert(h->caller).second)
+      return fail("caller " + h->caller + " lends to two calls at once");
     ++users[h->slot];
     slots[h->pool].insert(h->slot);
   }

@@ -10,17 +10,28 @@
 //
 // A holder's life (the protocol's pool semantics):
 //
-//            acquire (pool full)           permit handed over
-//   (new) ───────────────────────▶ queued ───────────────────▶ running
-//     │                              │                            │
-//     │ acquire / adopt / nested     │ release, end, detach:      │ release,
-//     idle, end, │ (permit free or lent)        │   error cancelled          │
-//     bind after idle, └──────────────────────────────┼──▶ running │ detach,
-//     stop: released
-//                                    │ queueTimeoutMs: timed_out  │ maxHoldMs:
-//                                    │ stop: error shutting_down  │
-//                                    force_released ▼ ▼
-//                                 (gone)                       (gone)
+//           acquire (pool full)        permit handed over
+//   (new) ─────────────────────▶ queued ──────────────────▶ running
+//     │                            │                           │
+//     │ acquire, adopt, nested     │ release, end, detach:     │ release,
+//     │ (permit free or lent)      │   error cancelled         │ idle, end,
+//     └────────────────────────────┼──▶ running                │ detach, stop,
+//                                  │ queueTimeoutMs: timed_out │ late bind:
+//                                  │ stop: shutting_down       │   released;
+//                                  ▼                           │ maxHoldMs:
+//                               (gone)                         │   forced
+//                                                              ▼
+//                                                           (gone)
+//
+// Nested calls name their `parent`: a running holder, or the child session
+// one runs (exactly, by `bind` or the acquire's child_session, or by a guess
+// of child_started for a foreground call whose child started without naming
+// its call). A nested call never queues: it takes a free permit of its
+// parent's pool, or, when it is a foreground call (its parent waits for it)
+// and the parent lends to no other call, borrows the parent's permit, or
+// fails with pool_full. So the permits in use never exceed maxParallel, and
+// while every caller of a foreground call waits for it, neither do the calls
+// that run (rather than wait for a child).
 //
 // Terminal events: a holder that ran ends with exactly one `released` or
 // `force_released`. A wait that ends without a permit ends with the error
@@ -169,9 +180,23 @@ class admission {
   bool release(const std::string& holder, release_reason reason, int64_t now);
 
   /// Ties a holder to its child session; true if that released it because
-  /// the child went idle within idleMemoryMs.
+  /// the child went idle within idleMemoryMs. A guess of child_started that
+  /// named this child for another holder is withdrawn.
   bool bind(const std::string& holder, const std::string& child_session,
             int64_t now);
+
+  /// A child session started for one of `session`'s calls, and the harness
+  /// cannot tell which (Claude Code's SubagentStart names no call). Ties it
+  /// to the session's oldest running foreground holder that has no child yet,
+  /// so a nested acquire naming the child as its parent finds a permit to
+  /// borrow. Answers that holder, or "" when none was free to tie (the child
+  /// is then kept for a tie that a later bind frees). A child already tied
+  /// answers its holder and changes nothing. The tie is a guess only when
+  /// several calls start at once; it never releases a permit (idle releases
+  /// background holders, which bind ties exactly) and a lent permit is still
+  /// one permit, so a wrong guess cannot break the bound.
+  std::string child_started(const std::string& session,
+                            const std::string& child_session, int64_t now);
 
   /// A session went idle: releases the background holders it runs.
   std::vector<std::string> idle(const std::string& session, int64_t now);
@@ -220,8 +245,14 @@ class admission {
   /// Permits in use in the pool `key` (0 for an unknown pool).
   uint64_t in_use(const std::string& key) const;
 
+  /// Children that started and are tied to no holder yet.
+  size_t untied_children() const {
+    return untied_.size();
+  }
+
   /// Checks every structural invariant (bound, permit users, queue links, no
-  /// idle permit while someone waits); answers the first violation or "".
+  /// idle permit while someone waits, one borrower per waiting caller, ties
+  /// only on foreground holders); answers the first violation or "".
   std::string audit() const;
 
   /// The configuration.
@@ -260,6 +291,12 @@ class admission {
     holder_kind kind = holder_kind::foreground;
     phase state = phase::queued;
     bool lent = false;
+    /// The `parent` a nested acquire named (a holder or a child session):
+    /// the caller that waits for this call when it is lent.
+    std::string caller;
+    /// The child session child_started tied to this foreground holder (a
+    /// guess when calls start at once; `child_session` is exact).
+    std::string started_child;
     /// A detached permit: a closing connection leaves it held.
     bool detached = false;
     /// Events of this holder go to its connection's listener.
@@ -317,6 +354,12 @@ class admission {
   size_t ahead_of(const holder& h) const;
   acquire_result refuse(errc code, std::string message);
   bool is_subagent_tool(const std::string& tool) const;
+  holder* find_parent(const std::string& parent, const std::string& session);
+  const holder* borrower_of(const std::string& caller) const;
+  holder* tie_candidate(const std::string& session);
+  void tie(const std::string& session, const std::string& child);
+  void untie(const std::string& child, const holder* keep);
+  void forget_untied(const std::string& child);
   bool listening(uint64_t connection) const;
   void collect(const line<1>& from, const std::string& session, bool requested,
                bool background_child);
@@ -360,6 +403,8 @@ class admission {
   /// Child session -> when it was last reported idle.
   std::unordered_map<std::string, int64_t> idle_at_;
   std::deque<std::pair<int64_t, std::string>> idle_log_;
+  /// Started children tied to no holder: (session, child), oldest first.
+  std::deque<std::pair<std::string, std::string>> untied_;
   outcome out_;
 };
 

@@ -110,6 +110,12 @@ std::string released_line(const std::string& id, bool released) {
   return line;
 }
 
+std::string tied_line(const std::string& id, const std::string& holder) {
+  return ok_line(
+    id, ordered_json{{"holder", holder.empty() ? ordered_json(nullptr)
+                                               : ordered_json(holder)}});
+}
+
 std::string holders_line(const std::string& id,
                          const std::vector<std::string>& holders) {
   return ok_line(id, ordered_json{{"released", holders}});

@@ -26,6 +26,10 @@ std::string grant_line(const std::string& id, const grant& g);
 /// The answer to `release` or `bind`.
 std::string released_line(const std::string& id, bool released);
 
+/// The answer to `child_started`: the holder the child was tied to, null
+/// when none.
+std::string tied_line(const std::string& id, const std::string& holder);
+
 /// The answer to `idle` or `end`: the holders released.
 std::string holders_line(const std::string& id,
                          const std::vector<std::string>& holders);

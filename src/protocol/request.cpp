@@ -18,7 +18,8 @@ namespace {
 using json = nlohmann::json;
 
 constexpr const char* known_ops
-  = "hello, acquire, adopt, release, bind, idle, end, status, subscribe";
+  = "hello, acquire, adopt, release, bind, child_started, idle, end, status, "
+    "subscribe";
 
 /// Longer names get no suggestion (an edit distance is quadratic).
 constexpr size_t max_name_for_suggestion = 64;
@@ -76,15 +77,11 @@ struct pool_op {
 };
 
 constexpr pool_op pool_ops[] = {
-  {"hello", op_kind::hello},
-  {"acquire", op_kind::acquire},
-  {"adopt", op_kind::adopt},
-  {"release", op_kind::release},
-  {"bind", op_kind::bind},
-  {"idle", op_kind::idle},
-  {"end", op_kind::end},
-  {"status", op_kind::status},
-  {"subscribe", op_kind::subscribe},
+  {"hello", op_kind::hello},   {"acquire", op_kind::acquire},
+  {"adopt", op_kind::adopt},   {"release", op_kind::release},
+  {"bind", op_kind::bind},     {"child_started", op_kind::child_started},
+  {"idle", op_kind::idle},     {"end", op_kind::end},
+  {"status", op_kind::status}, {"subscribe", op_kind::subscribe},
 };
 
 /// Reads the fields of the operation `d.op` from `req`; throws bad_field.
@@ -118,6 +115,10 @@ void read_fields(decoded& d, const json& req) {
       break;
     case op_kind::bind:
       d.holder = need_string(req, "holder");
+      d.child_session = need_string(req, "child_session");
+      break;
+    case op_kind::child_started:
+      d.session = need_string(req, "session");
       d.child_session = need_string(req, "child_session");
       break;
     case op_kind::idle:

@@ -36,6 +36,8 @@ enum class op_kind : uint8_t {
   adopt,
   release,
   bind,
+  /// A child session started for an unnamed call of a session.
+  child_started,
   idle,
   end,
   status,
@@ -70,7 +72,7 @@ struct decoded {
   /// release: `holder` and `reason`; bind: `holder` and `child_session`.
   release_reason reason = release_reason::completed;
   std::string child_session;
-  /// idle, end.
+  /// idle, end, child_started (with `child_session`).
   std::string session;
   /// A control plane operation.
   control::control_request control;

@@ -102,10 +102,37 @@ json agent_event(const char* name, const std::string& agent) {
   return e;
 }
 
+/// An event of a call made inside subagent `agent` (Claude Code adds the
+/// caller's agent_id and agent_type to the main session's fields).
+json inside(json e, const std::string& agent) {
+  e["agent_id"] = agent;
+  e["agent_type"] = "general-purpose";
+  return e;
+}
+
+json agent_start(const std::string& agent) {
+  auto e = base("SubagentStart");
+  e.erase("permission_mode");
+  e["agent_id"] = agent;
+  e["agent_type"] = "general-purpose";
+  return e;
+}
+
 /// Whether the hook let its call run: exit 0 and nothing on standard
 /// output (no decision: Claude Code's own permission rules apply).
 bool admitted(const user_world::result& r) {
   return r.code == 0 && r.out.empty();
+}
+
+/// Whether `holder` runs on a lent permit, as `pool status` says; null when
+/// it holds nothing.
+json lent_of(user_world& w, const std::string& holder) {
+  auto status = w.status();
+  for (auto& p : status["pools"])
+    for (auto& h : p["running"])
+      if (h["holder"] == holder)
+        return h.value("lent", json{});
+  return nullptr;
 }
 
 /// The deny reason a hook printed, "" when it printed none.
@@ -261,6 +288,111 @@ CAF_TEST(a held permit keeps an idle server up) {
       return !user_world::alive(pid);
     },
     20s));
+}
+
+CAF_TEST(a nested call of a foreground subagent borrows its permit) {
+  // The pool of one is taken by the outer subagent, and a root call waits.
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_outer", false))));
+  CAF_REQUIRE(admitted(w.hook(agent_start("ae34d611"))));
+  auto root
+    = w.start({"hook", "claude-code"}, pre("toolu_root2", false).dump());
+  CAF_REQUIRE(eventually(
+    [&] {
+      return has(w.queued(), "toolu_root2");
+    },
+    20s));
+  // The subagent calls a subagent of its own and waits for it: admitted on
+  // the subagent's permit, at once, while the root call still waits.
+  auto r = w.hook(inside(pre("toolu_inner", false), "ae34d611"));
+  CAF_REQUIRE(admitted(r));
+  CAF_CHECK_EQUAL(lent_of(w, "toolu_inner"), true);
+  CAF_CHECK_EQUAL(lent_of(w, "toolu_outer"), false);
+  CAF_CHECK(has(w.queued(), "toolu_root2"));
+  // Its own agent starts, runs and returns.
+  CAF_CHECK(admitted(w.hook(agent_start("a1nner00"))));
+  CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", "a1nner00"))));
+  CAF_CHECK(admitted(
+    w.hook(inside(post_completed("toolu_inner", "a1nner00"), "ae34d611"))));
+  CAF_CHECK_EQUAL(w.running(), std::vector<std::string>{"toolu_outer"});
+  CAF_CHECK(!root->ended());
+  // The outer subagent returns: only now the waiting root call goes on.
+  CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", "ae34d611"))));
+  CAF_CHECK(admitted(w.hook(post_completed("toolu_outer", "ae34d611"))));
+  CAF_REQUIRE_EQUAL(root->finish(), 0);
+  CAF_CHECK_EQUAL(root->out, "");
+  CAF_CHECK_EQUAL(w.running(), std::vector<std::string>{"toolu_root2"});
+  CAF_CHECK(admitted(w.hook(post_completed("toolu_root2", "a2"))));
+  CAF_CHECK(w.running().empty());
+  CAF_CHECK(w.queued().empty());
+}
+
+CAF_TEST(a nested call of a background subagent borrows its bound permit) {
+  CAF_REQUIRE(admitted(w.hook(pre("toolu_bg"))));
+  // Launch and start race in Claude Code; here the start comes first.
+  CAF_CHECK(admitted(w.hook(agent_start("a3fd0e2b"))));
+  CAF_CHECK(admitted(w.hook(post_launched("toolu_bg", "a3fd0e2b"))));
+  // A foreground call of the agent: it waits, so it borrows.
+  CAF_REQUIRE(admitted(w.hook(inside(pre("toolu_n1", false), "a3fd0e2b"))));
+  CAF_CHECK_EQUAL(lent_of(w, "toolu_n1"), true);
+  // A second one at once cannot run in the same permit: denied, never
+  // waiting, with the reason for the model.
+  auto second = w.hook(inside(pre("toolu_n2", false), "a3fd0e2b"));
+  CAF_CHECK_EQUAL(second.code, 0);
+  CAF_CHECK(denial(second.out).find("already lends its permit")
+            != std::string::npos);
+  // A background call of the agent runs beside it: denied too.
+  auto beside = w.hook(inside(pre("toolu_n3"), "a3fd0e2b"));
+  CAF_CHECK(denial(beside.out).find("background call cannot borrow")
+            != std::string::npos);
+  CAF_CHECK(w.queued().empty());
+  // The nested call returns, then the agent stops: nothing is held.
+  CAF_CHECK(
+    admitted(w.hook(inside(post_completed("toolu_n1", "a9"), "a3fd0e2b"))));
+  CAF_CHECK_EQUAL(w.running(), std::vector<std::string>{"toolu_bg"});
+  CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", "a3fd0e2b"))));
+  CAF_CHECK(w.running().empty());
+  // The permit is free again: a new call takes it at once.
+  CAF_CHECK(admitted(w.hook(pre("toolu_next", false))));
+  CAF_CHECK(admitted(w.hook(post_completed("toolu_next", "a10"))));
+  CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(a background agent that starts before or after its bind ties right) {
+  w.set_config(R"({"pool": {"maxParallel": 2, "queueTimeoutMs": 60000}})");
+  for (auto start_first : {true, false}) {
+    auto n = std::string{start_first ? "1" : "2"};
+    auto fg = "toolu_fg" + n, bg = "toolu_bg" + n;
+    auto fg_agent = "af0" + n, bg_agent = "ab0" + n;
+    // A foreground and a background call in one message, both admitted.
+    CAF_REQUIRE(admitted(w.hook(pre(fg, false))));
+    CAF_REQUIRE(admitted(w.hook(pre(bg))));
+    // Claude Code reports the background agent's start and its launch in
+    // either order; the foreground agent's start comes with them.
+    if (start_first) {
+      CAF_CHECK(admitted(w.hook(agent_start(bg_agent))));
+      CAF_CHECK(admitted(w.hook(agent_start(fg_agent))));
+      CAF_CHECK(admitted(w.hook(post_launched(bg, bg_agent))));
+    } else {
+      CAF_CHECK(admitted(w.hook(post_launched(bg, bg_agent))));
+      CAF_CHECK(admitted(w.hook(agent_start(bg_agent))));
+      CAF_CHECK(admitted(w.hook(agent_start(fg_agent))));
+    }
+    // The pool is full; each agent's foreground call borrows.
+    auto nf = "toolu_nf" + n, nb = "toolu_nb" + n;
+    CAF_CHECK(admitted(w.hook(inside(pre(nf, false), fg_agent))));
+    CAF_CHECK(admitted(w.hook(inside(pre(nb, false), bg_agent))));
+    CAF_CHECK_EQUAL(lent_of(w, nf), true);
+    CAF_CHECK_EQUAL(lent_of(w, nb), true);
+    CAF_CHECK(admitted(w.hook(inside(post_completed(nf, "an" + n), fg_agent))));
+    CAF_CHECK(admitted(w.hook(inside(post_completed(nb, "am" + n), bg_agent))));
+    // The background agent's stop releases its own permit, never the
+    // foreground call's.
+    CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", bg_agent))));
+    CAF_CHECK_EQUAL(w.running(), std::vector<std::string>{fg});
+    CAF_CHECK(admitted(w.hook(agent_event("SubagentStop", fg_agent))));
+    CAF_CHECK(admitted(w.hook(post_completed(fg, fg_agent))));
+    CAF_CHECK(w.running().empty());
+  }
 }
 
 CAF_TEST(acquire holds a permit until release from another process) {

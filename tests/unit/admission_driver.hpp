@@ -71,6 +71,13 @@ struct admission_driver {
     return result;
   }
 
+  std::string child_started(const std::string& session,
+                            const std::string& child) {
+    auto result = core.child_started(session, child, now);
+    absorb();
+    return result;
+  }
+
   std::vector<std::string> idle(const std::string& session) {
     auto result = core.idle(session, now);
     absorb();

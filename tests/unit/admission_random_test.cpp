@@ -202,8 +202,9 @@ void run(const scenario& sc, std::mt19937_64& rng, size_t steps) {
       req.kind = chance(40) ? holder_kind::background : holder_kind::foreground;
       if (chance(30))
         req.child_session = pick(sessions);
+      // A parent named by its holder, or by a child session (an agent).
       if (chance(30))
-        req.parent = some_name();
+        req.parent = chance(50) ? some_name() : pick(sessions);
       req.tool = chance(10) ? "bash" : (chance(50) ? "task" : "");
       req.connection = pick(connections);
       auto holder = req.holder;
@@ -240,6 +241,8 @@ void run(const scenario& sc, std::mt19937_64& rng, size_t steps) {
       auto& conn = connections[1 + rng() % 3];
       d.detach(conn);
       conn = d.core.attach(chance(70));
+    } else if (op < 86) {
+      d.child_started(pick(sessions), pick(sessions));
     } else {
       // Time passes; due timers fire as the watchdog would fire them.
       d.advance(std::uniform_int_distribution<int64_t>(0, 60)(rng));
@@ -259,6 +262,7 @@ void run(const scenario& sc, std::mt19937_64& rng, size_t steps) {
   CAF_CHECK_EQUAL(model.error, "");
   CAF_CHECK_EQUAL(d.core.running_count(), 0u);
   CAF_CHECK_EQUAL(d.core.queued_count(), 0u);
+  CAF_CHECK_EQUAL(d.core.untied_children(), 0u);
   CAF_CHECK(model.holders.empty());
   CAF_CHECK(model.waiting.empty());
   CAF_CHECK(d.core.status(d.now).pools.empty());

@@ -215,12 +215,208 @@ CAF_TEST(a nested acquire fails fast when configured so) {
   CAF_CHECK(d.acquire("root", "n").status == acquire_status::granted);
 }
 
-CAF_TEST(a nested acquire of a background parent fails instead of borrowing) {
+CAF_TEST(a background nested call never borrows : its parent does not wait) {
   admission_driver d{config(1)};
-  d.acquire("root", "p", bg);
-  auto n = d.acquire("child", "n", fg, "p");
+  d.acquire("root", "p");
+  auto n = d.acquire("root", "n", bg, "p");
   CAF_CHECK(n.code == errc::pool_full);
-  CAF_CHECK(n.message.find("background") != std::string::npos);
+  CAF_CHECK(n.message.find("background call cannot borrow")
+            != std::string::npos);
+  CAF_CHECK(n.message.find("does not wait") != std::string::npos);
+  CAF_CHECK_EQUAL(d.core.running_count(), 1u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(a background parent lends to a foreground call it waits for) {
+  admission_driver d{config(1)};
+  auto p = d.acquire("root", "p", bg);
+  auto n = d.acquire("root", "n", fg, "p");
+  CAF_REQUIRE(n.status == acquire_status::granted);
+  CAF_CHECK_EQUAL(n.value.lent, true);
+  CAF_CHECK_EQUAL(n.value.permit, p.value.permit);
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+}
+
+CAF_TEST(a nested acquire finds its parent by the agent bound to it) {
+  admission_driver d{config(1)};
+  auto p = d.acquire("root", "toolu_outer", bg);
+  d.bind("toolu_outer", "agent_outer");
+  auto w = d.acquire("root", "toolu_root2");
+  CAF_REQUIRE(w.status == acquire_status::queued);
+  auto n = d.acquire("root", "toolu_inner", fg, "agent_outer");
+  CAF_REQUIRE(n.status == acquire_status::granted);
+  CAF_CHECK_EQUAL(n.value.lent, true);
+  CAF_CHECK_EQUAL(n.value.permit, p.value.permit);
+  CAF_CHECK_EQUAL(d.last(pool_event_kind::started, "toolu_inner").lent, true);
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+  // The agent stops before its nested call returns (an interrupted agent):
+  // the permit stays in use until the borrower lets go too.
+  CAF_CHECK_EQUAL(d.idle("agent_outer"),
+                  std::vector<std::string>{"toolu_outer"});
+  CAF_CHECK(d.granted.empty());
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+  d.release("toolu_inner");
+  CAF_CHECK(d.granted.count(w.ticket) == 1);
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+  d.release("toolu_root2");
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 0u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(a nested acquire finds a foreground parent by the child started for
+           it) {
+  admission_driver d{config(1)};
+  auto p = d.acquire("root", "toolu_outer");
+  CAF_CHECK_EQUAL(d.child_started("root", "agent_outer"), "toolu_outer");
+  auto w = d.acquire("root", "toolu_root2");
+  CAF_REQUIRE(w.status == acquire_status::queued);
+  auto n = d.acquire("root", "toolu_inner", fg, "agent_outer");
+  CAF_REQUIRE(n.status == acquire_status::granted);
+  CAF_CHECK_EQUAL(n.value.lent, true);
+  CAF_CHECK_EQUAL(n.value.permit, p.value.permit);
+  // The child's own child (a grandchild) borrows the same permit.
+  CAF_CHECK_EQUAL(d.child_started("root", "agent_inner"), "toolu_inner");
+  auto g = d.acquire("root", "toolu_deep", fg, "agent_inner");
+  CAF_CHECK_EQUAL(g.value.lent, true);
+  CAF_CHECK_EQUAL(g.value.permit, p.value.permit);
+  CAF_CHECK_EQUAL(d.core.in_use("root"), 1u);
+  CAF_CHECK_EQUAL(d.core.running_count(), 3u);
+  // Children first, the way calls return: the permit moves on only when
+  // the parent lets go too.
+  d.release("toolu_deep");
+  d.release("toolu_inner");
+  CAF_CHECK(d.granted.empty());
+  d.release("toolu_outer");
+  CAF_CHECK(d.granted.count(w.ticket) == 1);
+  CAF_CHECK_EQUAL(d.granted[w.ticket].permit, p.value.permit);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(a waiting parent lends its permit to one call at a time) {
+  admission_driver d{config(1)};
+  d.acquire("root", "p");
+  d.child_started("root", "agent_p");
+  auto n1 = d.acquire("root", "n1", fg, "agent_p");
+  CAF_CHECK_EQUAL(n1.value.lent, true);
+  // Two calls at once: the parent waits for both, yet only one can run in
+  // its place.
+  auto n2 = d.acquire("root", "n2", fg, "agent_p");
+  CAF_CHECK(n2.code == errc::pool_full);
+  CAF_CHECK(n2.message.find("already lends its permit to 'n1'")
+            != std::string::npos);
+  d.release("n1");
+  auto n3 = d.acquire("root", "n3", fg, "agent_p");
+  CAF_CHECK_EQUAL(n3.value.lent, true);
+  CAF_CHECK_EQUAL(d.core.running_count(), 2u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(child_started ties children to foreground holders in grant order) {
+  admission_driver d{config(4)};
+  d.acquire("s", "a");
+  d.acquire("s", "b", bg);
+  d.acquire("t", "other");
+  d.acquire("s", "c");
+  CAF_CHECK_EQUAL(d.child_started("s", "x"), "a");
+  // Background holders are tied exactly by bind, never by a guess; other
+  // sessions' holders are not candidates.
+  CAF_CHECK_EQUAL(d.child_started("s", "y"), "c");
+  CAF_CHECK_EQUAL(d.child_started("s", "z"), "");
+  CAF_CHECK_EQUAL(d.core.untied_children(), 1u);
+  // Told twice: nothing changes.
+  CAF_CHECK_EQUAL(d.child_started("s", "x"), "a");
+  d.bind("b", "bb");
+  CAF_CHECK_EQUAL(d.child_started("s", "bb"), "b");
+  CAF_CHECK_EQUAL(d.core.untied_children(), 1u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+  // A tie never releases anything: the child's idle leaves its foreground
+  // holder held (its call's end releases it).
+  CAF_CHECK(d.idle("x").empty());
+  CAF_CHECK_EQUAL(d.core.running_count(), 4u);
+  CAF_CHECK_EQUAL(d.core.untied_children(), 1u);
+  CAF_CHECK(d.idle("z").empty());
+  CAF_CHECK_EQUAL(d.core.untied_children(), 0u);
+}
+
+CAF_TEST(a bind withdraws a wrong guess and gives the holder an untied child) {
+  // A foreground and a background call start at once: the background agent's
+  // start arrives before its call's bind and is taken for the foreground one.
+  admission_driver d{config(2)};
+  auto f = d.acquire("s", "toolu_fg");
+  auto b = d.acquire("s", "toolu_bg", bg);
+  CAF_CHECK_EQUAL(d.child_started("s", "agent_bg"), "toolu_fg");
+  CAF_CHECK_EQUAL(d.child_started("s", "agent_fg"), "");
+  d.bind("toolu_bg", "agent_bg");
+  CAF_CHECK_EQUAL(d.core.untied_children(), 0u);
+  CAF_CHECK_EQUAL(d.child_started("s", "agent_fg"), "toolu_fg");
+  // Each agent now borrows its own call's permit.
+  auto n1 = d.acquire("s", "n1", fg, "agent_fg");
+  CAF_CHECK_EQUAL(n1.value.lent, true);
+  CAF_CHECK_EQUAL(n1.value.permit, f.value.permit);
+  auto n2 = d.acquire("s", "n2", fg, "agent_bg");
+  CAF_CHECK_EQUAL(n2.value.lent, true);
+  CAF_CHECK_EQUAL(n2.value.permit, b.value.permit);
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 2u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(calls that start at once may swap their ties and the bound holds) {
+  admission_driver d{config(2)};
+  auto a = d.acquire("s", "toolu_a");
+  auto b = d.acquire("s", "toolu_b");
+  // Both agents start at once and their starts arrive swapped.
+  CAF_CHECK_EQUAL(d.child_started("s", "agent_b"), "toolu_a");
+  CAF_CHECK_EQUAL(d.child_started("s", "agent_a"), "toolu_b");
+  auto w = d.acquire("s", "toolu_w");
+  CAF_REQUIRE(w.status == acquire_status::queued);
+  // Each agent waits for its nested call and borrows the other's permit:
+  // still two permits, and two calls running in them.
+  auto na = d.acquire("s", "na", fg, "agent_a");
+  auto nb = d.acquire("s", "nb", fg, "agent_b");
+  CAF_CHECK_EQUAL(na.value.lent, true);
+  CAF_CHECK_EQUAL(na.value.permit, b.value.permit);
+  CAF_CHECK_EQUAL(nb.value.lent, true);
+  CAF_CHECK_EQUAL(nb.value.permit, a.value.permit);
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 2u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+  // Agent a's call returns and a ends; b's call is still running in a's
+  // permit, so the waiter waits on.
+  d.release("na");
+  d.release("toolu_a");
+  CAF_CHECK(d.granted.empty());
+  d.release("nb");
+  CAF_CHECK(d.granted.count(w.ticket) == 1);
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 2u);
+  d.release("toolu_b");
+  d.release("toolu_w");
+  CAF_CHECK_EQUAL(d.core.in_use("s"), 0u);
+  CAF_CHECK_EQUAL(d.core.running_count(), 0u);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(an agent is a parent only in the session of its holder) {
+  admission_driver d{config(1, pool_mode::global)};
+  d.acquire("s", "p");
+  d.child_started("s", "agent_p");
+  auto n = d.acquire("t", "n", fg, "agent_p");
+  CAF_CHECK(n.code == errc::pool_full);
+  CAF_CHECK(n.message.find("holds no permit to lend") != std::string::npos);
+  // The child session itself may name itself as the parent.
+  auto m = d.acquire("agent_p", "m", fg, "agent_p");
+  CAF_CHECK_EQUAL(m.value.lent, true);
+  CAF_CHECK_EQUAL(d.core.audit(), "");
+}
+
+CAF_TEST(end forgets the untied children of its session) {
+  admission_driver d{config(1)};
+  CAF_CHECK_EQUAL(d.child_started("s", "a1"), "");
+  CAF_CHECK_EQUAL(d.child_started("t", "a2"), "");
+  CAF_CHECK_EQUAL(d.core.untied_children(), 2u);
+  d.end("s");
+  CAF_CHECK_EQUAL(d.core.untied_children(), 1u);
+  d.end("a2");
+  CAF_CHECK_EQUAL(d.core.untied_children(), 0u);
 }
 
 CAF_TEST(
@@ -832,7 +1028,8 @@ CAF_TEST(status shows running and queued holders of every pool) {
   d.acquire("s", "b");
   d.now += 5;
   d.acquire("s", "c");
-  d.acquire("t", "n", fg, "a");
+  // Refused (a background nested call never borrows): not shown.
+  d.acquire("t", "n", bg, "a");
   d.now += 20;
   auto st = d.core.status(d.now);
   CAF_CHECK_EQUAL(st.max_parallel, 1u);

@@ -86,7 +86,15 @@ CAF_TEST(a call made inside a subagent names that agent as its parent) {
   auto e = pre_tool_use("toolu_nested", {{"prompt", "x"}});
   e["agent_id"] = "a5b9c0";
   e["agent_type"] = "general-purpose";
-  CAF_CHECK_EQUAL(field(plan_claude_event(e.dump()), "parent"), "a5b9c0");
+  auto s = plan_claude_event(e.dump());
+  CAF_CHECK(s.what == kind::admit);
+  CAF_CHECK_EQUAL(field(s, "parent"), "a5b9c0");
+  // The session stays the main one: the parent is found in it.
+  CAF_CHECK_EQUAL(field(s, "session"), "121f0c3e-sess");
+  CAF_CHECK_EQUAL(field(s, "kind"), "background");
+  // A foreground nested call is one its caller waits for: it may borrow.
+  e["tool_input"]["run_in_background"] = false;
+  CAF_CHECK_EQUAL(field(plan_claude_event(e.dump()), "kind"), "foreground");
 }
 
 CAF_TEST(a launched background agent binds its permit to the agent) {
@@ -160,11 +168,25 @@ CAF_TEST(session end ends the session) {
   CAF_CHECK_EQUAL(r["session"], "121f0c3e-sess");
 }
 
-CAF_TEST(only a workflow subagent waits at SubagentStart) {
+CAF_TEST(an agent that starts is tied to its call for its nested calls) {
+  auto e = base("SubagentStart");
+  e["agent_id"] = "ae34d611";
+  e["agent_type"] = "general-purpose";
+  auto s = plan_claude_event(e.dump());
+  // Told, never waited for: the call was admitted at PreToolUse.
+  CAF_CHECK(s.what == kind::tell);
+  auto r = request_of(s);
+  CAF_CHECK_EQUAL(r["op"], "child_started");
+  CAF_CHECK_EQUAL(r["session"], "121f0c3e-sess");
+  CAF_CHECK_EQUAL(r["child_session"], "ae34d611");
+  e.erase("agent_id");
+  CAF_CHECK_EQUAL(refusal(e.dump()),
+                  "SubagentStart event without \"agent_id\"");
+}
+
+CAF_TEST(a workflow subagent waits at SubagentStart) {
   auto e = base("SubagentStart");
   e["agent_id"] = "wf0001";
-  e["agent_type"] = "general-purpose";
-  CAF_CHECK(plan_claude_event(e.dump()).what == kind::nothing);
   e["agent_type"] = "workflow-subagent";
   auto s = plan_claude_event(e.dump());
   CAF_CHECK(s.what == kind::delay);
@@ -173,6 +195,7 @@ CAF_TEST(only a workflow subagent waits at SubagentStart) {
   CAF_CHECK_EQUAL(r["kind"], "background");
   CAF_CHECK_EQUAL(r["child_session"], "wf0001");
   CAF_CHECK_EQUAL(r["detach"], true);
+  CAF_CHECK(!r.contains("parent"));
 }
 
 CAF_TEST(other events ask nothing) {

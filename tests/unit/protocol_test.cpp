@@ -99,6 +99,13 @@ CAF_TEST(the other pool operations decode their fields) {
   CAF_CHECK(e.op == op_kind::end);
   CAF_CHECK_EQUAL(e.session, "s");
   CAF_CHECK(decode(R"({"id":4,"op":"status"})").op == op_kind::status);
+  auto c = decode(R"({"id":7,"op":"child_started","session":"s",)"
+                  R"("child_session":"a1"})");
+  CAF_CHECK(c.op == op_kind::child_started);
+  CAF_CHECK_EQUAL(c.session, "s");
+  CAF_CHECK_EQUAL(c.child_session, "a1");
+  CAF_CHECK(contains(refusal(R"({"id":8,"op":"child_started","session":"s"})"),
+                     "child_session"));
   CAF_CHECK(contains(refusal(R"({"id":5,"op":"release","holder":"h",)"
                              R"("reason":"idle"})"),
                      "\"reason\" must be"));
