@@ -1,7 +1,6 @@
 // `taskforce logs TASK`: a task's state, branch, gate output and history,
 // as people read it (local times, durations) or as JSON; `--follow` prints
 // its output as its attempts write it, until the task is over.
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -18,6 +17,7 @@
 #include "src/git/git.hpp"
 #include "src/store/mailbox.hpp"
 #include "src/text/join.hpp"
+#include "src/time/calendar.hpp"
 
 namespace fs = std::filesystem;
 
@@ -55,13 +55,7 @@ constexpr size_t tail_lines = 20;
 /// A ledger time in the local time zone: `2026-12-02 06:01:02`; with the
 /// zone's name when `zone` (`2026-12-02 06:01:02 CET`).
 std::string local_time(int64_t ms, bool zone = false) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  localtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf,
-                zone ? "%Y-%m-%d %H:%M:%S %Z" : "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
+  return local_text(ms, zone ? "%Y-%m-%d %H:%M:%S %Z" : "%Y-%m-%d %H:%M:%S");
 }
 
 /// The last `n` lines of `text`, ending in a newline; "" for blank text.
