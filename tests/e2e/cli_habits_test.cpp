@@ -146,6 +146,24 @@ CAF_TEST(a misspelt command names the nearest command) {
   CAF_CHECK(!fs::exists(s.root / ".taskforce" / "ledger.sqlite"));
 }
 
+CAF_TEST(a misspelt subcommand names the nearest one) {
+  scenario s;
+  auto bg = cli(s, {"bg", "stauts"});
+  CAF_CHECK_EQUAL(bg.status, 2);
+  CAF_CHECK(contains(bg.err, "unknown subcommand \"stauts\" (did you mean "
+                             "\"status\"?)"));
+  auto monitor = cli(s, {"monitor", "kil"});
+  CAF_CHECK_EQUAL(monitor.status, 2);
+  CAF_CHECK(contains(monitor.err, "(did you mean \"kill\"?)"));
+  auto pool = cli(s, {"pool", "stats"});
+  CAF_CHECK_EQUAL(pool.status, 2);
+  CAF_CHECK(contains(pool.err, "(did you mean \"status\"?)"));
+  // Nothing near: the list of what there is.
+  auto far = cli(s, {"bg", "xyzzy"});
+  CAF_CHECK_EQUAL(far.status, 2);
+  CAF_CHECK(contains(far.err, "(one of prepare, link, start"));
+}
+
 // -- help ---------------------------------------------------------------------
 
 CAF_TEST(help CMD prints the help of that command as CMD-- help does) {
