@@ -149,24 +149,15 @@ std::string took(int64_t from_ms, int64_t to_ms) {
 /// removed one, or a folder another task's worktree now holds, is no
 /// path to go to.
 std::string worktree_line(const store::task_row& t) {
-  if (!t.worktree)
+  auto where = worktree_of(t);
+  if (!where)
     return {};
-  std::error_code ec;
-  if (!fs::is_directory(*t.worktree, ec))
-    return "worktree: removed\n";
-  try {
-    auto wt = git::open(*t.worktree);
-    auto head = git::head_of(wt);
-    const std::string heads = "refs/heads/";
-    bool other_task = head.ref.rfind(heads + "taskforce/", 0) == 0
-                      && (!t.branch || head.ref != heads + *t.branch);
-    if (other_task)
-      return "worktree: removed (its folder now holds "
-             + head.ref.substr(heads.size()) + ")\n";
-  } catch (const std::exception&) {
-    return "worktree: removed\n";
-  }
-  return "worktree: " + *t.worktree + '\n';
+  if (where->here)
+    return "worktree: " + *t.worktree + '\n';
+  if (!where->reused_for.empty())
+    return "worktree: removed (its folder now holds " + where->reused_for
+           + ")\n";
+  return "worktree: removed\n";
 }
 
 /// The branch line, saying when the branch is gone (merged work's
