@@ -335,6 +335,14 @@ size_t learn_co_changes(git::repository& repo, store::ledger& db) {
   size_t counted = 0;
   for (auto& m : db.co_change_uncounted()) {
     std::vector<std::string> files;
+    // A task that changed nothing recorded the base it found: somebody
+    // else's commit, no co-change of its own (counted, so not looked at
+    // again).
+    if (m.reason == no_changes_reason) {
+      if (db.record_co_change(m.run_id, m.task_id, files))
+        ++counted;
+      continue;
+    }
     try {
       auto parent = git::resolve(repo, m.merge_commit + "^1");
       files = git::paths_between(repo, parent, m.merge_commit);
