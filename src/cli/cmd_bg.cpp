@@ -375,9 +375,15 @@ int run_bg_command(const std::vector<std::string>& argv,
   for (const auto& s : subcommands)
     if (sub == s.name)
       chosen = &s;
-  if (chosen == nullptr)
-    throw usage_error("bg: unknown subcommand \"" + sub + "\" (one of "
-                      + subcommand_names() + ")");
+  if (chosen == nullptr) {
+    std::vector<std::string> names;
+    for (const auto& s : subcommands)
+      names.emplace_back(s.name);
+    auto hint = did_you_mean(sub, names);
+    throw usage_error(
+      "bg: unknown subcommand \"" + sub + "\""
+      + (hint.empty() ? " (one of " + subcommand_names() + ")" : hint));
+  }
   auto where = "bg " + sub;
   auto req = request_of(sub, {argv.begin() + 1, argv.end()});
   // The fields checked here as a server checks them: a bad one is bad

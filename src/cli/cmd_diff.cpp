@@ -5,6 +5,7 @@
 #include "src/cli/cli.hpp"
 #include "src/cli/steer.hpp"
 #include "src/git/git.hpp"
+#include "src/run/outcome.hpp"
 
 namespace fs = std::filesystem;
 
@@ -16,6 +17,22 @@ const char* diff_help
     "commit brought into the base; otherwise its branch and worktree\n"
     "(uncommitted and untracked files included) against the point where it\n"
     "left the base.\n";
+
+namespace {
+
+/// Whether `t`, done, changed nothing: its recorded merge commit is then
+/// the base as it found it, somebody else's work. A task carried over from
+/// an earlier run is as it was there.
+bool changed_nothing(const store::ledger& db, const store::task_row& t) {
+  const std::string carried = run::carried_over_reason;
+  auto reason = t.reason.value_or("");
+  if (reason.rfind(carried, 0) == 0)
+    if (auto then = db.find_task(reason.substr(carried.size()), t.id))
+      reason = then->reason.value_or("");
+  return reason == run::no_changes_reason;
+}
+
+} // namespace
 
 int run_diff_command(const std::vector<std::string>& argv,
                      const global_options& opts) {
@@ -32,6 +49,10 @@ int run_diff_command(const std::vector<std::string>& argv,
   git::library lib;
   auto repo = git::open(root);
   if (t->merge_commit && t->state == task_state::done) {
+    if (changed_nothing(db, *t)) {
+      std::cerr << "taskforce: task " << task_id << " changed nothing\n";
+      return exit_ok;
+    }
     auto parent = git::resolve(repo, *t->merge_commit + "^1");
     std::cout << git::diff_text(repo, parent, *t->merge_commit);
     return exit_ok;
@@ -40,8 +61,9 @@ int run_diff_command(const std::vector<std::string>& argv,
   std::optional<std::string> tip;
   if (t->branch)
     tip = git::branch_tip(repo, *t->branch);
-  std::error_code ec;
-  if (t->worktree && fs::exists(*t->worktree, ec)) {
+  // A worktree handed on to another task shows that task's work, not this
+  // one's: then the branch tells.
+  if (auto where = worktree_of(*t); where && where->here) {
     auto wt = git::open(*t->worktree);
     auto head = git::head_commit(wt);
     auto from

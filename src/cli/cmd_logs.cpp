@@ -1,7 +1,6 @@
 // `taskforce logs TASK`: a task's state, branch, gate output and history,
 // as people read it (local times, durations) or as JSON; `--follow` prints
 // its output as its attempts write it, until the task is over.
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -18,6 +17,7 @@
 #include "src/git/git.hpp"
 #include "src/store/mailbox.hpp"
 #include "src/text/join.hpp"
+#include "src/time/calendar.hpp"
 
 namespace fs = std::filesystem;
 
@@ -55,13 +55,7 @@ constexpr size_t tail_lines = 20;
 /// A ledger time in the local time zone: `2026-12-02 06:01:02`; with the
 /// zone's name when `zone` (`2026-12-02 06:01:02 CET`).
 std::string local_time(int64_t ms, bool zone = false) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  localtime_r(&secs, &tm);
-  char buf[64];
-  std::strftime(buf, sizeof buf,
-                zone ? "%Y-%m-%d %H:%M:%S %Z" : "%Y-%m-%d %H:%M:%S", &tm);
-  return buf;
+  return local_text(ms, zone ? "%Y-%m-%d %H:%M:%S %Z" : "%Y-%m-%d %H:%M:%S");
 }
 
 /// The last `n` lines of `text`, ending in a newline; "" for blank text.
@@ -155,24 +149,15 @@ std::string took(int64_t from_ms, int64_t to_ms) {
 /// removed one, or a folder another task's worktree now holds, is no
 /// path to go to.
 std::string worktree_line(const store::task_row& t) {
-  if (!t.worktree)
+  auto where = worktree_of(t);
+  if (!where)
     return {};
-  std::error_code ec;
-  if (!fs::is_directory(*t.worktree, ec))
-    return "worktree: removed\n";
-  try {
-    auto wt = git::open(*t.worktree);
-    auto head = git::head_of(wt);
-    const std::string heads = "refs/heads/";
-    bool other_task = head.ref.rfind(heads + "taskforce/", 0) == 0
-                      && (!t.branch || head.ref != heads + *t.branch);
-    if (other_task)
-      return "worktree: removed (its folder now holds "
-             + head.ref.substr(heads.size()) + ")\n";
-  } catch (const std::exception&) {
-    return "worktree: removed\n";
-  }
-  return "worktree: " + *t.worktree + '\n';
+  if (where->here)
+    return "worktree: " + *t.worktree + '\n';
+  if (!where->reused_for.empty())
+    return "worktree: removed (its folder now holds " + where->reused_for
+           + ")\n";
+  return "worktree: removed\n";
 }
 
 /// The branch line, saying when the branch is gone (merged work's

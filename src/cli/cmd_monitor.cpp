@@ -296,8 +296,10 @@ int run_monitor_command(const std::vector<std::string>& argv,
   } catch (const control::control_error& e) {
     return refused(e);
   }
-  throw usage_error("unknown monitor command \"" + verb
-                    + "\": run, status, read, wait or kill");
+  auto hint = did_you_mean(verb, {"run", "status", "read", "wait", "kill"});
+  throw usage_error(
+    "unknown monitor command \"" + verb + "\""
+    + (hint.empty() ? ": run, status, read, wait or kill" : hint));
 }
 
 } // namespace taskforce::cli

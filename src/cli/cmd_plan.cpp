@@ -1,16 +1,14 @@
 // `taskforce plan FILE`: parse a task file and print its schedule. Runs
 // nothing and writes nothing (a custom parser command is the only process).
-#include <sys/ioctl.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "src/cli/args.hpp"
 #include "src/cli/cli.hpp"
+#include "src/cli/terminal.hpp"
 #include "src/plan/report.hpp"
 #include "src/run/preflight.hpp"
 #include "src/run/run_setup.hpp"
@@ -43,20 +41,6 @@ const char* plan_help
     "runs of the repository add conflicts, listed apart.\n";
 
 namespace {
-
-/// The width to fit the table to: the terminal's, else $COLUMNS, else 100.
-size_t output_width() {
-  winsize size{};
-  if (::isatty(STDOUT_FILENO) && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0
-      && size.ws_col > 0)
-    return size.ws_col;
-  if (const char* env = std::getenv("COLUMNS")) {
-    auto value = std::atoi(env);
-    if (value > 20)
-      return static_cast<size_t>(value);
-  }
-  return 100;
-}
 
 /// The learned co-change pairs of the repository at `top` (read-only);
 /// none without learning or a ledger. Trouble reading becomes a warning.
@@ -150,7 +134,7 @@ int run_plan_command(const std::vector<std::string>& argv,
   if (parsed.flag("--json"))
     std::cout << plan::plan_json(plan) << '\n';
   else
-    std::cout << plan::plan_text(plan, output_width());
+    std::cout << plan::plan_text(plan, terminal_size({100, 24}).cols);
   return plan.errors.empty() ? exit_ok : exit_usage;
 }
 

@@ -34,9 +34,11 @@ int run_pool_command(const std::vector<std::string>& argv,
   auto& words = parsed.positionals();
   if (words.empty())
     throw usage_error("pool needs a subcommand: status");
-  if (words[0] != "status")
-    throw usage_error("unknown pool subcommand \"" + words[0]
-                      + "\" (there is: status)");
+  if (words[0] != "status") {
+    auto hint = did_you_mean(words[0], {"status"});
+    throw usage_error("unknown pool subcommand \"" + words[0] + "\""
+                      + (hint.empty() ? " (there is: status)" : hint));
+  }
   if (words.size() > 1)
     throw usage_error("pool status takes no arguments (got \"" + words[1]
                       + "\")");

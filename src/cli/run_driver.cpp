@@ -1,7 +1,6 @@
 #include "src/cli/run_driver.hpp"
 
 #include <signal.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "src/cli/cli.hpp"
 #include "src/cli/live_table.hpp"
 #include "src/cli/run_view.hpp"
+#include "src/cli/terminal.hpp"
 #include "src/proc/registry.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/worker/script.hpp"
@@ -85,27 +85,6 @@ struct signal_guard {
 bool smart_terminal() {
   auto* term = std::getenv("TERM");
   return term != nullptr && *term != '\0' && std::string{term} != "dumb";
-}
-
-/// The size of the terminal on standard output; else $COLUMNS and $LINES;
-/// else 80x24.
-screen_size terminal_size() {
-  screen_size size;
-  auto env = [](const char* name, size_t fallback) {
-    auto* v = std::getenv(name);
-    auto n = v ? std::atoi(v) : 0;
-    return n > 0 ? static_cast<size_t>(n) : fallback;
-  };
-  size.cols = env("COLUMNS", size.cols);
-  size.rows = env("LINES", size.rows);
-  winsize ws{};
-  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0) {
-    if (ws.ws_col > 0)
-      size.cols = ws.ws_col;
-    if (ws.ws_row > 0)
-      size.rows = ws.ws_row;
-  }
-  return size;
 }
 
 /// The run's job log and usage as the ledger has them now (a ledger that

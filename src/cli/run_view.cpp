@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 
 #include <nlohmann/json.hpp>
 
 #include "src/cli/live_table.hpp"
 #include "src/run/budget.hpp"
+#include "src/time/calendar.hpp"
 
 namespace taskforce::cli {
 
@@ -216,12 +216,7 @@ std::string to_json_line(const store::mail_row& x) {
 }
 
 std::string format_time(int64_t ms) {
-  std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%SZ", &tm);
-  return buf;
+  return utc_text(ms, "%Y-%m-%d %H:%M:%SZ");
 }
 
 std::string to_usage_json(const store::usage& u) {

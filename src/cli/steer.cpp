@@ -5,6 +5,7 @@
 
 #include "src/cli/cli.hpp"
 #include "src/cli/run_driver.hpp"
+#include "src/git/git.hpp"
 #include "src/store/run_lock.hpp"
 
 namespace fs = std::filesystem;
@@ -41,6 +42,29 @@ store::run_row pick_run(const store::ledger& db, const std::string& run_id) {
   if (auto row = db.latest_run())
     return *row;
   throw usage_error("no run yet (start one with taskforce run FILE)");
+}
+
+std::optional<task_worktree> worktree_of(const store::task_row& t) {
+  if (!t.worktree)
+    return std::nullopt;
+  task_worktree out;
+  std::error_code ec;
+  if (!fs::is_directory(*t.worktree, ec))
+    return out;
+  try {
+    auto tree = git::open(*t.worktree);
+    auto head = git::head_of(tree).ref;
+    const std::string heads = "refs/heads/";
+    if (head.rfind(heads + "taskforce/", 0) == 0
+        && (!t.branch || head != heads + *t.branch)) {
+      out.reused_for = head.substr(heads.size());
+      return out;
+    }
+  } catch (const std::exception&) {
+    return out; // not a repository any more
+  }
+  out.here = true;
+  return out;
 }
 
 std::optional<std::string> driver_of(const fs::path& root) {

@@ -24,6 +24,19 @@ open_ledger_if_any(const std::filesystem::path& root);
 /// unfinished run, else the latest run. Throws usage_error when none.
 store::run_row pick_run(const store::ledger& db, const std::string& run_id);
 
+/// Where the worktree recorded for `t` stands now.
+struct task_worktree {
+  /// The folder still holds t's work: it exists, and its HEAD is not on
+  /// another task's branch.
+  bool here = false;
+  /// When not: the taskforce branch the folder holds now (a worktree goes
+  /// to the next task once its work is merged), or "" when it is gone.
+  std::string reused_for;
+};
+
+/// Where `t`'s recorded worktree stands; nullopt when it has none.
+std::optional<task_worktree> worktree_of(const store::task_row& t);
+
 /// Whether a process drives a run in this repository right now, and which.
 std::optional<std::string> driver_of(const std::filesystem::path& root);
 

@@ -2,13 +2,13 @@
 
 #include <sys/stat.h>
 
-#include <ctime>
 #include <fstream>
 #include <stdexcept>
 
 #include "src/scope/physical.hpp"
 #include "src/taskfile/checkbox.hpp"
 #include "src/text/file.hpp"
+#include "src/time/calendar.hpp"
 
 namespace fs = std::filesystem;
 
@@ -17,12 +17,7 @@ namespace taskforce::run {
 namespace {
 
 std::string utc_of(int64_t ms) {
-  auto secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return utc_text(ms, "%Y-%m-%dT%H:%M:%SZ");
 }
 
 /// One line of text: newlines would break the block's shape.

@@ -43,6 +43,14 @@ enum class merge_end : uint8_t {
   stale,
 };
 
+/// The reason a task that changed nothing is done with: its recorded merge
+/// commit is then the base as the task found it, not work of its own.
+inline constexpr const char* no_changes_reason = "no changes";
+
+/// The beginning of the reason of a task a new run of its file carries over
+/// as done, merged in an earlier run; the run's id follows.
+inline constexpr const char* carried_over_reason = "already merged in run ";
+
 /// The lowercase name.
 const char* to_string(attempt_end x);
 

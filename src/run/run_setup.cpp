@@ -148,7 +148,7 @@ find_merged_before(const store::ledger& db, git::repository& repo,
       continue;
     // A task carried over by a rerun names the run that merged it.
     auto run_id = last->id;
-    const std::string prefix = "already merged in run ";
+    const std::string prefix = carried_over_reason;
     if (r.reason && r.reason->rfind(prefix, 0) == 0)
       run_id = r.reason->substr(prefix.size());
     out.push_back({s.id, run_id, *r.merge_commit});
@@ -335,6 +335,14 @@ size_t learn_co_changes(git::repository& repo, store::ledger& db) {
   size_t counted = 0;
   for (auto& m : db.co_change_uncounted()) {
     std::vector<std::string> files;
+    // A task that changed nothing recorded the base it found: somebody
+    // else's commit, no co-change of its own (counted, so not looked at
+    // again).
+    if (m.reason == no_changes_reason) {
+      if (db.record_co_change(m.run_id, m.task_id, files))
+        ++counted;
+      continue;
+    }
     try {
       auto parent = git::resolve(repo, m.merge_commit + "^1");
       files = git::paths_between(repo, parent, m.merge_commit);
@@ -481,7 +489,7 @@ open_result open_run(const open_options& opts) {
       auto nt = new_task_of(s);
       if (auto c = carried.find(s.id); c != carried.end()) {
         nt.state = task_state::done;
-        nt.reason = "already merged in run " + c->second->run_id;
+        nt.reason = carried_over_reason + c->second->run_id;
         nt.merge_commit = c->second->merge_commit;
       }
       nr.tasks.push_back(std::move(nt));

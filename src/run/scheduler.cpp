@@ -535,7 +535,7 @@ decision scheduler::merge_ended(size_t i, merge_end end, std::string why) {
       move(d, i, task_event::merged, std::move(why));
       break;
     case merge_end::empty:
-      move(d, i, task_event::merged, why.empty() ? "no changes" : why);
+      move(d, i, task_event::merged, why.empty() ? no_changes_reason : why);
       break;
     case merge_end::gate_failed:
       gate_failed_on_merge(d, i, std::move(why));

@@ -995,14 +995,15 @@ bool ledger::record_co_change(const std::string& run_id,
 std::vector<merged_task> ledger::co_change_uncounted() const {
   std::vector<merged_task> out;
   auto st = db_->use(
-    "SELECT t.run_id, t.task_id, t.merge_commit FROM tasks t "
+    "SELECT t.run_id, t.task_id, t.merge_commit, COALESCE(t.reason, '') "
+    "FROM tasks t "
     "JOIN runs r ON r.id = t.run_id "
     "WHERE t.state = 'done' AND t.merge_commit IS NOT NULL "
     "AND t.attempts > 0 AND NOT EXISTS (SELECT 1 FROM co_change_tasks c "
     "WHERE c.run_id = t.run_id AND c.task_id = t.task_id) "
     "ORDER BY r.created_ms, t.run_id, t.finished_ms, t.idx");
   while (st.step())
-    out.push_back({st.text(0), st.text(1), st.text(2)});
+    out.push_back({st.text(0), st.text(1), st.text(2), st.text(3)});
   return out;
 }
 

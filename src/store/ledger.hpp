@@ -392,6 +392,8 @@ struct merged_task {
   std::string task_id;
   /// The commit on the base branch that brought its work in.
   std::string merge_commit;
+  /// Why it is done ("no changes": the commit is the base it found).
+  std::string reason;
 };
 
 /// What `taskforce logs TASK` shows.

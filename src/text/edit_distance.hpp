@@ -8,8 +8,9 @@
 
 namespace taskforce {
 
-/// The Levenshtein distance between `a` and `b` (insertions, deletions and
-/// substitutions each cost 1).
+/// The edit distance between `a` and `b`: insertions, deletions,
+/// substitutions and swaps of two neighbouring characters each cost 1 (a
+/// swap is the commonest typo: `stauts` is one step from `status`).
 size_t edit_distance(std::string_view a, std::string_view b);
 
 /// The candidate nearest to `word`, or "" when none is within `max_distance`.

@@ -146,6 +146,24 @@ CAF_TEST(a misspelt command names the nearest command) {
   CAF_CHECK(!fs::exists(s.root / ".taskforce" / "ledger.sqlite"));
 }
 
+CAF_TEST(a misspelt subcommand names the nearest one) {
+  scenario s;
+  auto bg = cli(s, {"bg", "stauts"});
+  CAF_CHECK_EQUAL(bg.status, 2);
+  CAF_CHECK(contains(bg.err, "unknown subcommand \"stauts\" (did you mean "
+                             "\"status\"?)"));
+  auto monitor = cli(s, {"monitor", "kil"});
+  CAF_CHECK_EQUAL(monitor.status, 2);
+  CAF_CHECK(contains(monitor.err, "(did you mean \"kill\"?)"));
+  auto pool = cli(s, {"pool", "stats"});
+  CAF_CHECK_EQUAL(pool.status, 2);
+  CAF_CHECK(contains(pool.err, "(did you mean \"status\"?)"));
+  // Nothing near: the list of what there is.
+  auto far = cli(s, {"bg", "xyzzy"});
+  CAF_CHECK_EQUAL(far.status, 2);
+  CAF_CHECK(contains(far.err, "(one of prepare, link, start"));
+}
+
 // -- help ---------------------------------------------------------------------
 
 CAF_TEST(help CMD prints the help of that command as CMD-- help does) {
@@ -269,6 +287,28 @@ CAF_TEST(logs reads as text with local times durations the gate tail and only
   CAF_CHECK(contains(r3.out, "last gate output (tail):\nGATE-TWO-NO\n"));
   CAF_CHECK(!contains(r3.out, "worker.log"));
   CAF_CHECK(!contains(r3.out, "verify.log"));
+}
+
+CAF_TEST(diff shows a task its own work and nothing for one that changed
+           nothing) {
+  for (auto in_place : {false, true}) {
+    CAF_MESSAGE("in place: " << in_place);
+    scenario s;
+    s.set_config(in_place ? R"({"run": {"useWorktrees": false}})" : "{}");
+    // The second task changes nothing; the base it found holds the first
+    // one's work (and, before it, the commit of the task file).
+    s.tasks("- [ ] One\n  - files: a.txt\n  - run: echo A-LINE > a.txt\n"
+            "- [ ] Two\n  - files: b.txt\n  - deps: 1\n  - run: true\n");
+    CAF_REQUIRE_EQUAL(s.tf({"run", "TASKS.md"}).code, 0);
+    auto one = cli(s, {"diff", "t1"});
+    CAF_CHECK_EQUAL(one.status, 0);
+    CAF_CHECK(contains(one.out, "+A-LINE"));
+    auto two = cli(s, {"diff", "t2"});
+    CAF_MESSAGE(two.out << two.err);
+    CAF_CHECK_EQUAL(two.status, 0);
+    CAF_CHECK_EQUAL(two.out, "");
+    CAF_CHECK(contains(two.err, "task t2 changed nothing"));
+  }
 }
 
 CAF_TEST(logs follow prints a running task output as it comes until it ends) {

@@ -153,6 +153,29 @@ CAF_TEST(files that changed together become a conflict in plan and run) {
   CAF_CHECK_EQUAL(db.co_change_pairs(2), pairs{});
 }
 
+CAF_TEST(a task that changed nothing learns nothing from the base it found) {
+  scenario s;
+  s.set_config(R"({"run": {"coChangeLearning": true}})");
+  // Check follows Pair and changes nothing: its recorded commit is Pair's
+  // merge, which must not count the pair a second time.
+  s.tasks("- [ ] Pair\n"
+          "  - files: x.txt, y.txt\n"
+          "  - run: echo x > x.txt && echo y > y.txt\n"
+          "- [ ] Check\n"
+          "  - files: z.txt\n"
+          "  - deps: 1\n"
+          "  - run: true\n");
+  CAF_REQUIRE_EQUAL(s.tf({"run", "TASKS.md"}).code, 0);
+  CAF_REQUIRE_EQUAL(s.task("t2").reason.value_or(""), "no changes");
+  // Learning happens when the next run opens.
+  s.tasks("- [ ] Other\n  - files: w.txt\n  - run: echo w > w.txt\n",
+          "OTHER.md");
+  CAF_REQUIRE_EQUAL(s.tf({"run", "OTHER.md"}).code, 0);
+  using pairs = std::vector<std::pair<std::string, std::string>>;
+  CAF_CHECK_EQUAL(s.ledger().co_change_pairs(1), (pairs{{"x.txt", "y.txt"}}));
+  CAF_CHECK(s.ledger().co_change_pairs(2).empty());
+}
+
 CAF_TEST(learning counts a task once even when runs open again) {
   scenario s;
   s.set_config(R"({"run": {"coChangeLearning": true}})");
