@@ -264,9 +264,24 @@ head_info head_of(repository& repo) {
   git_reference* raw = nullptr;
   check(git_reference_lookup(&raw, repo.get(), "HEAD"), "read HEAD");
   reference_ptr head{raw};
-  if (git_reference_type(head.get()) == GIT_REFERENCE_SYMBOLIC)
-    info.ref = git_reference_symbolic_target(head.get());
-  info.commit = head_commit(repo).value_or("");
+  if (git_reference_type(head.get()) != GIT_REFERENCE_SYMBOLIC) {
+    if (auto* id = git_reference_target(head.get()))
+      info.commit = to_hex(*id);
+    return info;
+  }
+  info.ref = git_reference_symbolic_target(head.get());
+  // The branch HEAD names, from the reference read above (HEAD is read
+  // once): no commit while it is unborn.
+  git_reference* resolved = nullptr;
+  int rc = git_reference_resolve(&resolved, head.get());
+  if (rc == GIT_ENOTFOUND || rc == GIT_EUNBORNBRANCH) {
+    git_error_clear();
+    return info;
+  }
+  check(rc, "read HEAD");
+  reference_ptr branch{resolved};
+  if (auto* id = git_reference_target(branch.get()))
+    info.commit = to_hex(*id);
   return info;
 }
 

@@ -27,10 +27,12 @@ fs::path task_worktree(const fs::path& root, const std::string& run_id,
 std::string commit_in_place(repository& repo,
                             const std::vector<std::string>& scope,
                             const std::string& message,
-                            std::vector<std::string>* committed) {
+                            std::vector<std::string>* committed,
+                            const std::vector<std::string>* changed) {
   scope::coverage cover{scope};
   std::vector<std::string> mine;
-  for (auto& path : changed_paths(repo))
+  auto looked = changed ? std::vector<std::string>{} : changed_paths(repo);
+  for (auto& path : changed ? *changed : looked)
     if (scope.empty() || cover.covers(path))
       mine.push_back(path);
   if (mine.empty())
@@ -538,13 +540,15 @@ integration workspace::integrate(const integration_request& req) {
 
 // In place, the task's paths must be as its last check saw them: a
 // neighbour running in the same checkout may have written there since.
-std::string workspace::changed_after_check(const integration_request& req) {
+// `now`: the checkout's fingerprints, as the commit will take them.
+std::string
+workspace::changed_after_check(const integration_request& req,
+                               const std::map<std::string, std::string>& now) {
   auto found = checked_.find(req.task_id);
   if (found == checked_.end())
     return ""; // checked by an earlier process (resumed while merging)
   scope::coverage cover{req.scope};
   std::vector<std::string> stale;
-  auto now = git::fingerprints(repo_);
   for (auto& [path, print] : now) {
     if (!req.scope.empty() && !cover.covers(path))
       continue;
@@ -562,7 +566,10 @@ integration workspace::merge_task(const integration_request& req,
   integration out;
   if (req.branch.empty()) {
     // In place (useWorktrees: false): commit the task's scope right here.
-    auto stale = changed_after_check(req);
+    // One look at the checkout serves both the comparison with the last
+    // check and the commit: what goes in is exactly what was compared.
+    auto now = git::fingerprints(repo);
+    auto stale = changed_after_check(req, now);
     if (!stale.empty()) {
       out.status = integration::outcome::error;
       out.message = stale
@@ -572,7 +579,12 @@ integration workspace::merge_task(const integration_request& req,
       return out;
     }
     checked_.erase(req.task_id);
-    auto commit = commit_in_place(repo, req.scope, message, &committed);
+    std::vector<std::string> changed;
+    changed.reserve(now.size());
+    for (auto& entry : now)
+      changed.push_back(entry.first);
+    auto commit
+      = commit_in_place(repo, req.scope, message, &committed, &changed);
     out.status = commit.empty() ? integration::outcome::empty
                                 : integration::outcome::merged;
     out.commit = commit.empty() ? git::head_commit(repo).value_or("") : commit;

@@ -159,11 +159,14 @@ struct integration {
 /// lie inside `scope` (every changed path for a task without files): a task
 /// that ran in place. Nothing else that is changed or staged goes in.
 /// Returns the new commit, or "" when nothing in scope changed; `committed`,
-/// when given, receives the paths that went in.
+/// when given, receives the paths that went in. `changed`, when given, is
+/// the checkout's changed paths as the caller just listed them (as
+/// changed_paths does); else they are listed now.
 std::string commit_in_place(repository& repo,
                             const std::vector<std::string>& scope,
                             const std::string& message,
-                            std::vector<std::string>* committed = nullptr);
+                            std::vector<std::string>* committed = nullptr,
+                            const std::vector<std::string>* changed = nullptr);
 
 /// The run's worktrees and the checks of its attempts.
 class workspace {
@@ -227,7 +230,9 @@ class workspace {
   attempt_changes check_in_place(const attempt_place& place);
   integration merge_task(const integration_request& req,
                          std::vector<std::string>& committed);
-  std::string changed_after_check(const integration_request& req);
+  std::string
+  changed_after_check(const integration_request& req,
+                      const std::map<std::string, std::string>& now);
   void checkout_scratch(const std::string& task_id, const std::string& commit);
   void drop_scratch();
 

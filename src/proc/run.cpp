@@ -14,7 +14,6 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -137,6 +136,38 @@ void clean_group(pid_t pgid) {
   }
 }
 
+/// Appends the pids listed in `file` (numbers separated by spaces).
+void read_pids(const std::string& file, std::vector<pid_t>& out) {
+  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  std::string text;
+  char buf[4096];
+  for (;;) {
+    auto n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  pid_t pid = 0;
+  bool in_number = false;
+  for (char c : text) {
+    if (c >= '0' && c <= '9') {
+      pid = pid * 10 + (c - '0');
+      in_number = true;
+    } else if (in_number) {
+      out.push_back(pid);
+      pid = 0;
+      in_number = false;
+    }
+  }
+  if (in_number)
+    out.push_back(pid);
+}
+
 /// Our direct children as the kernel lists them, per thread.
 std::vector<pid_t> direct_children() {
   std::vector<pid_t> result;
@@ -146,11 +177,8 @@ std::vector<pid_t> direct_children() {
   while (auto* entry = ::readdir(dir)) {
     if (entry->d_name[0] == '.')
       continue;
-    std::ifstream in(std::string{"/proc/self/task/"} + entry->d_name
-                     + "/children");
-    pid_t pid;
-    while (in >> pid)
-      result.push_back(pid);
+    read_pids(std::string{"/proc/self/task/"} + entry->d_name + "/children",
+              result);
   }
   ::closedir(dir);
   return result;
