@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/harness.hpp"
+#include "e2e/pool_watch.hpp"
 #include "e2e/protocol_client.hpp"
 #include "e2e/user_server.hpp"
 
@@ -51,13 +52,12 @@ std::string agent_call(const std::string& description,
 /// link to the built binary) on the PATH its hooks run with, the per-user
 /// server of a user of its own (runtime and config folders), and a
 /// connection watching that server's events.
-struct hook_case {
+struct hook_case : pool_events {
   const harness_clis& clis;
   user_world w;
   std::filesystem::path project = w.dir.path() / "project";
   std::filesystem::path bin = w.dir.path() / "bin";
   std::unique_ptr<unix_peer> watcher;
-  std::vector<json> events;
   std::string output;
 
   hook_case(const harness_clis& c, const std::string& pool) : clis(c) {
@@ -128,28 +128,9 @@ struct hook_case {
     }
   }
 
-  /// The index of the first event `name` of `holder`; -1 when none.
-  int index_of(const std::string& name, const std::string& holder) const {
-    for (size_t i = 0; i < events.size(); ++i)
-      if (events[i].value("event", "") == name
-          && events[i].value("holder", "") == holder)
-        return static_cast<int>(i);
-    return -1;
-  }
-
-  /// The holders in the order they were granted.
-  std::vector<std::string> started() const {
-    std::vector<std::string> out;
-    for (auto& e : events)
-      if (e.value("event", "") == "started")
-        out.push_back(e.value("holder", ""));
-    return out;
-  }
-
   /// Why `holder`'s permit went back ("" when it did not).
   std::string release_reason(const std::string& holder) const {
-    auto at = index_of("released", holder);
-    return at < 0 ? std::string{} : events[at].value("reason", "");
+    return event_of("released", holder).value("reason", "");
   }
 
   /// The most permits held at once, from the events.
@@ -167,28 +148,9 @@ struct hook_case {
 
   /// Whether the server holds and awaits nothing now.
   bool nothing_held() {
-    auto st = watcher->peer.call({{"id", "st"}, {"op", "status"}});
-    bool empty = true;
-    for (auto& pool : st["pools"])
-      empty = empty && pool["running"].empty() && pool["queued"].empty();
-    return empty;
-  }
-
-  std::string dump() const {
-    std::string out;
-    for (auto& e : events)
-      out += e.dump() + "\n";
-    return out;
+    return test::nothing_held(watcher->peer);
   }
 };
-
-/// The model server's events, parsed.
-std::vector<json> model_events(const model_server& model) {
-  std::vector<json> out;
-  for (auto& line : model.events())
-    out.push_back(json::parse(line));
-  return out;
-}
 
 /// How many requests (or answers, for `event` "response") rule `rule` got.
 int count(const std::vector<json>& log, const std::string& event,
@@ -197,27 +159,6 @@ int count(const std::vector<json>& log, const std::string& event,
     std::count_if(log.begin(), log.end(), [&](const json& e) {
       return e["event"] == event && e["rule"].is_string() && e["rule"] == rule;
     }));
-}
-
-/// Whether one of the subagent rules `a` and `b` got its first request only
-/// after the other's last answer.
-bool one_after_the_other(const std::vector<json>& log, const std::string& a,
-                         const std::string& b) {
-  int first_done = -1, second_begun = -1, i = 0;
-  std::string first;
-  for (auto& e : log) {
-    auto rule = e["rule"].is_string() ? e["rule"].get<std::string>() : "";
-    if (rule == a || rule == b) {
-      if (first.empty())
-        first = rule;
-      if (rule == first && e["event"] == "response")
-        first_done = i;
-      if (rule != first && e["event"] == "request" && second_begun < 0)
-        second_begun = i;
-    }
-    ++i;
-  }
-  return first_done >= 0 && second_begun > first_done;
 }
 
 bool skip_without_clis(const harness_clis& clis) {

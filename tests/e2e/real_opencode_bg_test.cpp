@@ -77,7 +77,7 @@ void check_one_after_the_other(plugin_case& c, const model_server& model) {
                       "disconnected");
   CAF_CHECK(answered(model, "sub1"));
   CAF_CHECK(answered(model, "sub2"));
-  CAF_CHECK(one_after_the_other(model, "sub1", "sub2"));
+  CAF_CHECK(one_after_the_other(model_events(model), "sub1", "sub2"));
   CAF_CHECK(c.nothing_held());
   if (c.index_of("started", second) <= c.index_of("released", first))
     CAF_MESSAGE("events:\n" << c.dump());

@@ -63,7 +63,7 @@ CAF_TEST(two subagents at once run one after the other with maxParallel 1) {
   CAF_CHECK(c.index_of("released", order[1]) >= 0);
   if (c.index_of("started", order[1]) <= c.index_of("released", order[0]))
     CAF_MESSAGE("events:\n" << c.dump());
-  CAF_CHECK(one_after_the_other(model, "sub1", "sub2"));
+  CAF_CHECK(one_after_the_other(model_events(model), "sub1", "sub2"));
   // Nothing is held or queued once OpenCode is done.
   auto st = c.watcher->peer.call({{"id", "st"}, {"op", "status"}});
   for (auto& pool : st["pools"]) {
