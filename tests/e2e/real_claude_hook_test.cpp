@@ -48,6 +48,24 @@ std::string agent_call(const std::string& description,
          + (foreground ? R"(, "run_in_background": false)" : "") + "}}";
 }
 
+/// A model server script: the main agent asks for two subagents in one
+/// turn, the first in the foreground and the second in the background, each
+/// answering after `delay_ms`; then it says `last`.
+std::string two_subagents(int delay_ms, const std::string& last) {
+  auto sub = [&](const std::string& name, const std::string& marker,
+                 const std::string& done) {
+    return R"({"name": ")" + name + R"(", "when": ")" + marker
+           + R"(", "steps": [{"text": ")" + done + R"(", "delayMs": )"
+           + std::to_string(delay_ms) + "}]}";
+  };
+  return R"({"rules": [)" + sub("sub1", "SUB-ONE-WORK", "sub one is done")
+         + ", " + sub("sub2", "SUB-TWO-WORK", "sub two is done")
+         + R"(, {"name": "main", "when": "HOOK-MAIN", "steps": [{"tools": [)"
+         + agent_call("sub 1", "SUB-ONE-WORK", true) + ", "
+         + agent_call("sub 2", "SUB-TWO-WORK", false) + R"(]}, {"text": ")"
+         + last + R"("}]}]})";
+}
+
 /// A project whose .claude/settings.json is the hooks block, `taskforce` (a
 /// link to the built binary) on the PATH its hooks run with, the per-user
 /// server of a user of its own (runtime and config folders), and a
@@ -176,17 +194,7 @@ CAF_TEST(a foreground and a background subagent of one turn run one after the
   if (skip_without_clis(clis))
     return;
   hook_case c{clis, R"({"maxParallel": 1, "queueTimeoutMs": 60000})"};
-  model_server model{c.w.dir, R"({"rules": [
-    {"name": "sub1", "when": "SUB-ONE-WORK", "steps": [
-      {"text": "sub one is done", "delayMs": 1500}]},
-    {"name": "sub2", "when": "SUB-TWO-WORK", "steps": [
-      {"text": "sub two is done", "delayMs": 1500}]},
-    {"name": "main", "when": "HOOK-MAIN", "steps": [
-      {"tools": [)" + agent_call("sub 1", "SUB-ONE-WORK", true)
-                                + ", "
-                                + agent_call("sub 2", "SUB-TWO-WORK", false)
-                                + R"(]},
-      {"text": "both subagents are done"}]}]})"};
+  model_server model{c.w.dir, two_subagents(1500, "both subagents are done")};
   auto r = c.run_claude(model, "HOOK-MAIN: run both subagents");
   CAF_CHECK(r.success());
   auto order = c.started();
@@ -269,17 +277,8 @@ CAF_TEST(a wait past queueTimeoutMs is denied and the model reads why) {
     return;
   hook_case c{clis, R"({"maxParallel": 1, "queueTimeoutMs": 2000})"};
   // Each subagent holds its permit longer than the other may wait.
-  model_server model{c.w.dir, R"({"rules": [
-    {"name": "sub1", "when": "SUB-ONE-WORK", "steps": [
-      {"text": "sub one is done", "delayMs": 5000}]},
-    {"name": "sub2", "when": "SUB-TWO-WORK", "steps": [
-      {"text": "sub two is done", "delayMs": 5000}]},
-    {"name": "main", "when": "HOOK-MAIN", "steps": [
-      {"tools": [)" + agent_call("sub 1", "SUB-ONE-WORK", true)
-                                + ", "
-                                + agent_call("sub 2", "SUB-TWO-WORK", false)
-                                + R"(]},
-      {"text": "one of them was not admitted"}]}]})"};
+  model_server model{c.w.dir,
+                     two_subagents(5000, "one of them was not admitted")};
   auto r = c.run_claude(model, "HOOK-MAIN: run both subagents");
   CAF_CHECK(r.success());
   auto order = c.started();
@@ -355,17 +354,7 @@ CAF_TEST(the end of the session gives back what it held and ends its waits) {
     return;
   hook_case c{clis, R"({"maxParallel": 1, "queueTimeoutMs": 60000})"};
   // Each subagent would take a minute; the session ends before that.
-  model_server model{c.w.dir, R"({"rules": [
-    {"name": "sub1", "when": "SUB-ONE-WORK", "steps": [
-      {"text": "sub one is done", "delayMs": 60000}]},
-    {"name": "sub2", "when": "SUB-TWO-WORK", "steps": [
-      {"text": "sub two is done", "delayMs": 60000}]},
-    {"name": "main", "when": "HOOK-MAIN", "steps": [
-      {"tools": [)" + agent_call("sub 1", "SUB-ONE-WORK", true)
-                                + ", "
-                                + agent_call("sub 2", "SUB-TWO-WORK", false)
-                                + R"(]},
-      {"text": "both subagents are done"}]}]})"};
+  model_server model{c.w.dir, two_subagents(60000, "both subagents are done")};
   auto o = c.claude(model, "HOOK-MAIN: run both subagents");
   proc::spawn_options so;
   so.argv = o.argv;
