@@ -1,7 +1,10 @@
 #include "actors/process.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <vector>
 
 #include <caf/all.hpp>
 
@@ -35,7 +38,8 @@ void write_input(const std::string& path, const std::string& text) {
     throw std::runtime_error("cannot write " + path);
 }
 
-void process(caf::blocking_actor* self, process_job job) {
+/// Runs one job on the helper's thread and tells its owner how it went.
+void run_job(caf::blocking_actor* self, process_job job) {
   auto owner = job.owner;
   auto& opts = job.run;
   if (opts.mark.empty())
@@ -65,10 +69,82 @@ void process(caf::blocking_actor* self, process_job job) {
   self->send(owner, std::move(out));
 }
 
+/// A lane: runs the jobs it is sent, one after the other, until its lanes
+/// are gone.
+void lane(caf::blocking_actor* self, caf::actor lanes) {
+  self->monitor(lanes);
+  bool open = true;
+  self->receive_while(open)(
+    [self](start_atom, process_job& job) {
+      run_job(self, std::move(job));
+    },
+    [&open](caf::down_msg&) {
+      open = false;
+    },
+    [&open](caf::exit_msg&) {
+      open = false;
+    });
+}
+
+struct lanes_state {
+  static inline const char* name = "process_lanes";
+  /// Lanes nobody borrows.
+  std::vector<caf::actor> idle;
+  /// The lane each living borrower has.
+  std::map<caf::actor_addr, caf::actor> lent;
+};
+
+caf::behavior lanes(caf::stateful_actor<lanes_state>* self) {
+  self->set_down_handler([self](caf::down_msg& d) {
+    auto& st = self->state;
+    if (auto found = st.lent.find(d.source); found != st.lent.end()) {
+      // Its borrower is gone: the lane runs what it was sent, then the
+      // next borrower's jobs.
+      st.idle.push_back(std::move(found->second));
+      st.lent.erase(found);
+      return;
+    }
+    // A lane stopped (its borrower sees it through its own monitor).
+    auto gone = [&d](const caf::actor& lane) {
+      return lane.address() == d.source;
+    };
+    st.idle.erase(std::remove_if(st.idle.begin(), st.idle.end(), gone),
+                  st.idle.end());
+    for (auto it = st.lent.begin(); it != st.lent.end();)
+      it = gone(it->second) ? st.lent.erase(it) : std::next(it);
+  });
+  return {
+    [self](acquire_atom) -> caf::result<caf::actor> {
+      auto& st = self->state;
+      auto borrower = caf::actor_cast<caf::actor>(self->current_sender());
+      if (!borrower)
+        return caf::make_error(caf::sec::invalid_argument,
+                               "lanes are lent to actors only");
+      if (auto found = st.lent.find(borrower.address()); found != st.lent.end())
+        return found->second;
+      caf::actor lane;
+      if (st.idle.empty()) {
+        lane = self->spawn<caf::detached + caf::monitored>(
+          taskforce::lane, caf::actor_cast<caf::actor>(self));
+      } else {
+        lane = std::move(st.idle.back());
+        st.idle.pop_back();
+      }
+      self->monitor(borrower);
+      st.lent.emplace(borrower.address(), lane);
+      return lane;
+    },
+  };
+}
+
 } // namespace
 
 caf::actor spawn_process(caf::actor_system& sys, process_job job) {
-  return sys.spawn<caf::detached>(process, std::move(job));
+  return sys.spawn<caf::detached>(run_job, std::move(job));
+}
+
+caf::actor spawn_process_lanes(caf::actor_system& sys) {
+  return sys.spawn(lanes);
 }
 
 } // namespace taskforce

@@ -28,6 +28,7 @@ struct run_host::impl {
   git_actor git;
   mailbox_actor mailbox;
   orchestrator_actor orch;
+  caf::actor lanes;
   caf::actor assist;
   control_actor control;
   std::unique_ptr<control_endpoint> endpoint;
@@ -58,11 +59,13 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   for (auto& s : run.spares)
     gs.spares.push_back(s);
   m.git = spawn_git_service(sys, std::move(gs));
+  m.lanes = spawn_process_lanes(sys);
 
   auto run_cfg = m.opts.cfg.run;
   auto self_exe = m.opts.self_exe;
   auto git = m.git;
   auto mail = m.mailbox;
+  auto lanes = m.lanes;
   // What the run writes itself, and where each task's box was.
   auto task_file = run.file;
   std::vector<std::string> run_files;
@@ -76,7 +79,8 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   for (auto& t : run.loaded.graph.tasks())
     lines[t.id] = t.line;
   worker_launcher launch =
-    [&sys, run_id, run_cfg, root, self_exe, git, mail, task_file, run_files,
+    [&sys, run_id, run_cfg, root, self_exe, git, mail, lanes, task_file,
+     run_files,
      lines](const run_task& t, uint64_t attempt, bool fresh, caf::actor orch) {
       worker_job job;
       job.run_id = run_id;
@@ -95,6 +99,7 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
       job.git = git;
       job.orchestrator = orch;
       job.mail = mail;
+      job.lanes = lanes;
       job.task_file = task_file;
       if (auto found = lines.find(t.id); found != lines.end())
         job.task_line = found->second;
@@ -240,6 +245,9 @@ void run_host::stop() {
   if (m.control)
     self->wait_for(m.control);
   self->wait_for(m.orch, m.git, m.mailbox, m.ledger);
+  // No worker asks for a lane any more: the lanes end with it.
+  caf::anon_send_exit(m.lanes, down);
+  self->wait_for(m.lanes);
   if (m.assist)
     self->wait_for(m.assist);
 }

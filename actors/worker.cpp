@@ -127,6 +127,10 @@ struct worker_state {
 
   /// The helper running the current command; null when none.
   caf::actor helper;
+  /// The lane borrowed from the run's lanes, once they answered.
+  caf::actor lane;
+  /// A command waiting for the lane.
+  std::optional<process_job> waiting;
   /// The running command's mark, once it started; shared with the functor
   /// that kills it when the worker dies.
   std::shared_ptr<std::string> mark = std::make_shared<std::string>();
@@ -191,7 +195,45 @@ std::string render(self_ptr self, const caf::error& err) {
 
 // -- processes ----------------------------------------------------------------
 
-/// Runs `opts` (and writes `inputs` first) in a new helper.
+/// Hands `pj` to the lane, or to a new helper without one.
+void start_command(self_ptr self, process_job pj) {
+  auto& st = self->state;
+  if (st.lane) {
+    st.helper = st.lane;
+    self->send(st.lane, start_atom::value, std::move(pj));
+  } else {
+    auto spawn = st.job.processes ? st.job.processes : spawn_process;
+    st.helper = spawn(self->system(), std::move(pj));
+  }
+  self->monitor(st.helper);
+}
+
+/// Borrows a lane from the run's lanes while the attempt gets ready: its
+/// commands run there, one after the other, on a thread that outlives
+/// them. Without an answer they run in helpers of their own.
+void borrow_lane(self_ptr self) {
+  auto& st = self->state;
+  if (!st.job.lanes || st.job.processes)
+    return;
+  self->request(st.job.lanes, caf::infinite, acquire_atom::value)
+    .then(
+      [self](caf::actor& lane) {
+        auto& st = self->state;
+        st.lane = std::move(lane);
+        if (auto pj = std::exchange(st.waiting, std::nullopt))
+          start_command(self, std::move(*pj));
+      },
+      [self](caf::error& err) {
+        auto& st = self->state;
+        spdlog::warn("{}: no process lane ({}), a helper per command",
+                     st.job.task.id, render(self, err));
+        st.job.lanes = nullptr;
+        if (auto pj = std::exchange(st.waiting, std::nullopt))
+          start_command(self, std::move(*pj));
+      });
+}
+
+/// Runs `opts` (and writes `inputs` first) in the lane or a new helper.
 void run_command(self_ptr self, proc::run_options opts,
                  std::vector<std::pair<std::string, std::string>> inputs) {
   auto& st = self->state;
@@ -205,9 +247,10 @@ void run_command(self_ptr self, proc::run_options opts,
   pj.run = std::move(opts);
   pj.inputs = std::move(inputs);
   pj.owner = caf::actor_cast<caf::actor>(self);
-  auto spawn = st.job.processes ? st.job.processes : spawn_process;
-  st.helper = spawn(self->system(), std::move(pj));
-  self->monitor(st.helper);
+  if (st.job.lanes && !st.job.processes && !st.lane)
+    st.waiting = std::move(pj);
+  else
+    start_command(self, std::move(pj));
 }
 
 /// The helper's command is over: forget it.
@@ -878,6 +921,7 @@ caf::behavior worker(self_ptr self, worker_job job) {
     fail(self, e.what());
     return {};
   }
+  borrow_lane(self);
   lease(self);
   return {
     [self](cancel_atom) {

@@ -13,8 +13,9 @@
 // `attempt_outcome` to the orchestrator. The task's model comes routed
 // (src/worker/model_route.hpp) in `worker_task::model`.
 //
-// It never blocks: processes run in detached helpers (actors/process.hpp)
-// whose start, output and exit arrive as messages; git and mail requests
+// It never blocks: processes run in a detached helper (actors/process.hpp:
+// the lane it borrows from the run's lanes at its start, or one helper per
+// command) whose start, output and exit arrive as messages; git and mail requests
 // are answered later. It monitors the git service and its helper: either
 // gone means a failed attempt, said so. A `cancel_atom` at any point kills
 // the running command through the process registry (a cancel before the
@@ -110,8 +111,11 @@ struct worker_job {
   caf::actor orchestrator;
   /// The task's mail; a null handle = no mail.
   worker_mail_actor mail;
-  /// Starts process helpers; empty = spawn_process.
+  /// Starts process helpers; empty = the lane borrowed from `lanes`, or a
+  /// helper per command (spawn_process) without lanes.
   process_spawner processes;
+  /// The run's lanes (spawn_process_lanes); null = none.
+  caf::actor lanes;
 };
 
 /// Spawns the worker for `job` (event-based). Stop it with `cancel_atom`.

@@ -140,4 +140,75 @@ CAF_TEST(output progress comes at most once per interval and bounded) {
             != std::string::npos);
 }
 
+// -- lanes --------------------------------------------------------------------
+
+namespace {
+
+/// The lane `borrower` gets from `lanes`.
+caf::actor borrow(caf::scoped_actor& borrower, const caf::actor& lanes) {
+  caf::actor lane;
+  borrower->request(lanes, caf::infinite, acquire_atom::value)
+    .receive([&](caf::actor& x) { lane = std::move(x); },
+             [](caf::error& err) {
+               CAF_FAIL("no lane: " << caf::to_string(err));
+             });
+  return lane;
+}
+
+} // namespace
+
+CAF_TEST(a lane runs its borrower's commands one after the other) {
+  auto lanes = spawn_process_lanes(sys);
+  auto lane = borrow(self, lanes);
+  CAF_REQUIRE(lane);
+  CAF_CHECK_EQUAL(borrow(self, lanes), lane);
+  for (auto code : {"3", "4"}) {
+    self->send(lane, start_atom::value,
+               job({"sh", "-c", std::string{"exit "} + code}));
+    CAF_REQUIRE(next().match_elements<proc_started>());
+    CAF_CHECK_EQUAL(self->current_sender(), lane.address());
+    auto exit = next();
+    CAF_REQUIRE(exit.match_elements<proc_exited>());
+    CAF_CHECK_EQUAL(self->current_sender(), lane.address());
+    CAF_CHECK_EQUAL(exit.get_as<proc_exited>(0).description,
+                    std::string{"exit "} + code);
+  }
+  caf::anon_send_exit(lanes, caf::exit_reason::user_shutdown);
+}
+
+CAF_TEST(a lane is lent to one borrower at a time and comes back when it is gone) {
+  auto lanes = spawn_process_lanes(sys);
+  auto mine = borrow(self, lanes);
+  caf::actor theirs;
+  {
+    caf::scoped_actor other{sys};
+    theirs = borrow(other, lanes);
+    CAF_CHECK_NOT_EQUAL(theirs, mine);
+  }
+  // The other borrower is gone: its lane goes to the next one that asks, as
+  // soon as the lanes saw it go.
+  bool reused = false;
+  for (int tries = 0; tries < 10000 && !reused; ++tries) {
+    caf::scoped_actor next_one{sys};
+    auto lane = borrow(next_one, lanes);
+    CAF_REQUIRE_NOT_EQUAL(lane, mine);
+    reused = lane == theirs;
+  }
+  CAF_CHECK(reused);
+  caf::anon_send_exit(lanes, caf::exit_reason::user_shutdown);
+}
+
+CAF_TEST(the lanes' threads end with the lanes) {
+  auto lanes = spawn_process_lanes(sys);
+  auto lane = borrow(self, lanes);
+  self->monitor(lane);
+  caf::anon_send_exit(lanes, caf::exit_reason::user_shutdown);
+  bool down = false;
+  self->receive(
+    [&](caf::down_msg& d) { down = d.source == lane.address(); },
+    caf::after(std::chrono::seconds(60)) >>
+      [] { CAF_FAIL("the lane outlived its lanes for 60 s"); });
+  CAF_CHECK(down);
+}
+
 CAF_TEST_FIXTURE_SCOPE_END()
