@@ -64,10 +64,8 @@ std::vector<transition_ack> apply_batch(store::ledger& db,
   std::map<std::string, std::optional<task_state>> where;
   std::vector<store::task_change_request> reqs;
   for (auto& tr : batch.changes) {
-    if (where.count(tr.task_id) == 0) {
-      auto row = db.find_task(batch.run_id, tr.task_id);
-      where[tr.task_id] = row ? std::optional{row->state} : std::nullopt;
-    }
+    if (where.count(tr.task_id) == 0)
+      where[tr.task_id] = db.state_of(batch.run_id, tr.task_id);
     reqs.push_back({batch.run_id, tr.task_id, to_store_change(tr)});
   }
   auto outcomes = db.transition_batch(reqs, store::wall_clock_ms());

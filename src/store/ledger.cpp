@@ -174,15 +174,20 @@ const queries& sql() {
                            + "WHERE file = ?1 "
                              "ORDER BY created_ms DESC, rowid DESC LIMIT 1";
     q.all_runs = runs + "ORDER BY created_ms DESC, rowid DESC";
-    // ?1 is the run; the usage of each task's attempts is summed.
-    auto tasks = "SELECT " + sqlite::select_list<task_row>()
-                 + " FROM tasks t LEFT JOIN (SELECT task_id, "
-                   "sum(input_tokens) AS i, sum(output_tokens) AS o, "
-                   "sum(cost_usd) AS c FROM attempts WHERE run_id = ?1 "
-                   "GROUP BY task_id) u ON u.task_id = t.task_id "
-                   "WHERE t.run_id = ?1";
-    q.task_by_id = tasks + " AND t.task_id = ?2";
-    q.tasks_of_run = tasks + " ORDER BY t.idx, t.task_id";
+    // ?1 is the run (?2 the task); the usage of each task's attempts is
+    // summed, over the one task's attempts only when one is asked for.
+    auto tasks = [](bool one) {
+      return "SELECT " + sqlite::select_list<task_row>()
+             + " FROM tasks t LEFT JOIN (SELECT task_id, "
+               "sum(input_tokens) AS i, sum(output_tokens) AS o, "
+               "sum(cost_usd) AS c FROM attempts WHERE run_id = ?1"
+             + (one ? " AND task_id = ?2" : "")
+             + " GROUP BY task_id) u ON u.task_id = t.task_id "
+               "WHERE t.run_id = ?1"
+             + (one ? " AND t.task_id = ?2" : "");
+    };
+    q.task_by_id = tasks(true);
+    q.tasks_of_run = tasks(false) + " ORDER BY t.idx, t.task_id";
     q.attempts_of_task = "SELECT " + sqlite::select_list<attempt_row>()
                          + " FROM attempts WHERE run_id = ?1 AND "
                            "task_id = ?2 ORDER BY number";
@@ -892,6 +897,18 @@ void ledger::add_usage(const std::string& run_id, const std::string& task_id,
 std::optional<task_row> ledger::find_task(const std::string& run_id,
                                           const std::string& task_id) const {
   return load_task(*db_, run_id, task_id);
+}
+
+std::optional<task_state>
+ledger::state_of(const std::string& run_id, const std::string& task_id) const {
+  auto st = db_->use("SELECT state FROM tasks WHERE run_id = ?1 "
+                     "AND task_id = ?2");
+  st.bind(1, run_id).bind(2, task_id);
+  if (!st.step())
+    return std::nullopt;
+  task_state x;
+  from_string(st.text(0), x);
+  return x;
 }
 
 std::vector<task_row> ledger::tasks(const std::string& run_id) const {

@@ -522,6 +522,10 @@ class ledger {
   std::optional<task_row> find_task(const std::string& run_id,
                                     const std::string& task_id) const;
 
+  /// The task's state alone (cheaper than find_task), or nullopt.
+  std::optional<task_state> state_of(const std::string& run_id,
+                                     const std::string& task_id) const;
+
   /// The run's tasks in file order.
   std::vector<task_row> tasks(const std::string& run_id) const;
 
