@@ -168,9 +168,20 @@ void read_pids(const std::string& file, std::vector<pid_t>& out) {
     out.push_back(pid);
 }
 
-/// Our direct children as the kernel lists them, per thread.
+/// Our direct children that a sweep looks at, as the kernel lists them.
+/// An orphan adopted by a subreaper goes to its first live thread: the
+/// main thread while it runs, so only its list is read then (one file
+/// instead of one per thread, after every command). The children each
+/// thread started itself are registered, or nobody's orphans.
 std::vector<pid_t> direct_children() {
   std::vector<pid_t> result;
+  // A main thread that ended (a host that ended it while others run on)
+  // stays a zombie until the process ends.
+  if (!is_zombie(::getpid())) {
+    read_pids("/proc/self/task/" + std::to_string(::getpid()) + "/children",
+              result);
+    return result;
+  }
   DIR* dir = ::opendir("/proc/self/task");
   if (dir == nullptr)
     return result;
