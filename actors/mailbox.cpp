@@ -44,6 +44,15 @@ mailbox(mailbox_actor::stateful_pointer<mailbox_state> self,
         return failure(e);
       }
     },
+    [self](check_atom, std::string& run_id,
+           std::string& task_id) -> caf::result<bool> {
+      try {
+        return store::mailbox{*self->state.db}.has_undelivered(run_id,
+                                                               task_id);
+      } catch (const store::ledger_error& e) {
+        return failure(e);
+      }
+    },
     [self](post_atom, std::string& run_id, std::string& task_id, turn_kind kind,
            std::string& text) -> caf::result<int64_t> {
       if (kind != turn_kind::message && kind != turn_kind::answer)

@@ -131,6 +131,19 @@ struct worker_state {
   caf::actor lane;
   /// A command waiting for the lane.
   std::optional<process_job> waiting;
+
+  // -- the mail -----------------------------------------------------------------
+
+  /// Whether mail waited when the mailbox was last asked, since the last
+  /// command ended (or the attempt began); unknown until it answers, and
+  /// again once a command starts.
+  std::optional<bool> mail_waits;
+  /// Numbers the questions: a late answer to an old one is ignored.
+  uint64_t mail_question = 0;
+  /// A question is on its way.
+  bool asking_for_mail = false;
+  /// The take waits for the mailbox's answer.
+  bool take_when_answered = false;
   /// The running command's mark, once it started; shared with the functor
   /// that kills it when the worker dies.
   std::shared_ptr<std::string> mark = std::make_shared<std::string>();
@@ -237,6 +250,11 @@ void borrow_lane(self_ptr self) {
 void run_command(self_ptr self, proc::run_options opts,
                  std::vector<std::pair<std::string, std::string>> inputs) {
   auto& st = self->state;
+  // What the mailbox said holds until a command runs.
+  st.mail_waits.reset();
+  st.asking_for_mail = false;
+  st.take_when_answered = false;
+  ++st.mail_question;
   if (opts.cwd.empty())
     opts.cwd = st.cwd.string();
   // Recorded before it starts, so that the next driver finds what a crash
@@ -625,7 +643,13 @@ void check(self_ptr self) {
   scope_request req{st.job.run_id,    st.job.task.id, st.job.attempt,
                     st.cwd.string(),  st.out.branch,  st.start,
                     st.job.task.files};
-  self->request(st.job.git, caf::infinite, changed_atom::value, req)
+  // Ahead of merges waiting at the git service: a check (or a snapshot)
+  // stands between a task and its slot, a merge holds up nobody. Either
+  // order judges the same: the service moves snapshots in place over its
+  // own commits, and a neighbour's change in its scope is its own.
+  self
+    ->request<caf::message_priority::high>(st.job.git, caf::infinite,
+                                           changed_atom::value, req)
     .then(
       [self](scope_report& report) {
         auto& st = self->state;
@@ -712,11 +736,53 @@ void mail_arrived(self_ptr self, std::vector<std::string> answers,
   run_turn(self);
 }
 
+/// Asks the mailbox whether mail waits, while the worker waits for the
+/// git service: a take then follows only when some does (mostly none
+/// does, and the question cost a round trip after every check).
+void ask_for_mail(self_ptr self) {
+  auto& st = self->state;
+  if (!st.job.mail)
+    return;
+  auto question = ++st.mail_question;
+  st.mail_waits.reset();
+  st.asking_for_mail = true;
+  self
+    ->request(st.job.mail, caf::infinite, check_atom::value, st.job.run_id,
+              st.job.task.id)
+    .then(
+      [self, question](bool waits) {
+        auto& st = self->state;
+        if (question != st.mail_question)
+          return;
+        st.asking_for_mail = false;
+        st.mail_waits = waits;
+        if (std::exchange(st.take_when_answered, false)
+            && st.now == phase::taking_mail)
+          take_mail(self);
+      },
+      [self, question](caf::error&) {
+        auto& st = self->state;
+        if (question != st.mail_question)
+          return;
+        // The take tries, and says what went wrong.
+        st.asking_for_mail = false;
+        st.mail_waits = true;
+        if (std::exchange(st.take_when_answered, false)
+            && st.now == phase::taking_mail)
+          take_mail(self);
+      });
+}
+
 void take_mail(self_ptr self) {
   auto& st = self->state;
   st.now = phase::taking_mail;
-  if (!st.job.mail)
+  if (!st.job.mail || st.mail_waits == false)
     return mail_arrived(self, {}, {});
+  if (!st.mail_waits && st.asking_for_mail) {
+    // Asked already: the answer decides.
+    st.take_when_answered = true;
+    return;
+  }
   self
     ->request(st.job.mail, caf::infinite, take_atom::value, st.job.run_id,
               st.job.task.id)
@@ -761,7 +827,10 @@ void snapshot(self_ptr self) {
   scope_request req{
     st.job.run_id,    st.job.task.id, st.job.attempt, st.cwd.string(), "", "",
     st.job.task.files};
-  self->request(st.job.git, caf::infinite, snapshot_atom::value, req)
+  // Ahead of merges waiting at the git service (see check).
+  self
+    ->request<caf::message_priority::high>(st.job.git, caf::infinite,
+                                           snapshot_atom::value, req)
     .then(
       [self, req](std::string& head) {
         // However the worker ends, the git service learns that the
@@ -864,6 +933,7 @@ void helper_exited(self_ptr self, proc_exited exit) {
   auto& st = self->state;
   auto was = st.now;
   command_ended(self);
+  ask_for_mail(self);
   if (was == phase::turn)
     turn_ended(self, exit);
   else if (was == phase::gate)
@@ -922,6 +992,7 @@ caf::behavior worker(self_ptr self, worker_job job) {
     return {};
   }
   borrow_lane(self);
+  ask_for_mail(self);
   lease(self);
   return {
     [self](cancel_atom) {

@@ -60,7 +60,11 @@ using worker_mail_actor = caf::typed_actor<
   /// From a worker: (run, task) -> the task's undelivered answers and
   /// messages, oldest first; from then on they count as delivered.
   caf::replies_to<take_atom, std::string, std::string>::with<
-    std::vector<std::string>, std::vector<std::string>>>;
+    std::vector<std::string>, std::vector<std::string>>,
+  /// (run, task) -> whether any wait undelivered; nothing is taken. A
+  /// worker asks while it waits for something else, and skips the take
+  /// when there is none.
+  caf::replies_to<check_atom, std::string, std::string>::with<bool>>;
 
 /// One attempt, as the worker gets it.
 struct worker_job {

@@ -111,14 +111,8 @@ std::vector<mail_row> mailbox::take_undelivered(const std::string& run_id,
   // which the run's ledger connection needs for every transition (SQLite
   // resolves two writers by sleeping). Mail posted after this read is
   // taken by the next call, as if it had been posted after the update.
-  {
-    auto any = c.use("SELECT EXISTS (SELECT 1 FROM mail WHERE run_id = ?1 "
-                     "AND task_id = ?2 AND direction = 'down' "
-                     "AND delivered_ms IS NULL)");
-    any.bind(1, run_id).bind(2, task_id);
-    if (!any.step() || any.integer(0) == 0)
-      return {};
-  }
+  if (!has_undelivered(run_id, task_id))
+    return {};
   // The write lock is taken at BEGIN: a second taker waits here and then
   // finds everything this one took already delivered.
   sqlite::transaction txn{c, true};
@@ -141,6 +135,15 @@ std::vector<mail_row> mailbox::take_undelivered(const std::string& run_id,
               return a.id < b.id;
             });
   return result;
+}
+
+bool mailbox::has_undelivered(const std::string& run_id,
+                              const std::string& task_id) const {
+  auto any = db_.db_->use("SELECT EXISTS (SELECT 1 FROM mail WHERE run_id = ?1 "
+                          "AND task_id = ?2 AND direction = 'down' "
+                          "AND delivered_ms IS NULL)");
+  any.bind(1, run_id).bind(2, task_id);
+  return any.step() && any.integer(0) != 0;
 }
 
 std::vector<mail_row>

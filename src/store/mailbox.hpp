@@ -105,6 +105,11 @@ class mailbox {
   take_undelivered(const std::string& run_id, const std::string& task_id,
                    int64_t now_ms, std::optional<int> attempt = std::nullopt);
 
+  /// Whether down mail waits undelivered for the task: a read, without the
+  /// write lock take_undelivered takes.
+  bool has_undelivered(const std::string& run_id,
+                       const std::string& task_id) const;
+
   /// Every mail of the run (only of `task_id`, when given), oldest first.
   std::vector<mail_row> list(const std::string& run_id,
                              const std::optional<std::string>& task_id

@@ -40,6 +40,9 @@ struct record {
   size_t takes = 0;
   /// The mailbox answers only when told (promises kept here).
   bool hold_mail = false;
+  /// The mailbox says no mail waits (else it says some may).
+  bool says_none = false;
+  size_t questions = 0;
   std::vector<attempt_progress> progress;
   std::vector<attempt_outcome> outcomes;
 };
@@ -103,6 +106,10 @@ worker_mail_actor::behavior_type fake_mail(worker_mail_actor::pointer self,
       auto m = rec->mail.front();
       rec->mail.pop_front();
       return {m.first, m.second};
+    },
+    [rec](check_atom, std::string&, std::string&) {
+      ++rec->questions;
+      return !rec->says_none;
     },
   };
 }
@@ -249,6 +256,10 @@ CAF_TEST(a passing attempt leases runs checks gates checks and reports done) {
   expect((lease_atom, worktree_request), from(worker).to(git));
   expect((worktree_lease), from(git).to(worker));
   expect((progress_atom, attempt_progress), from(worker).to(orch));
+  // Asked at the start, whether mail waits; the take follows the answer.
+  expect((check_atom, std::string, std::string),
+         from(worker).to(mail).with(_, "r1", "t1"));
+  expect((bool), from(mail).to(worker));
   expect((take_atom, std::string, std::string),
          from(worker).to(mail).with(_, "r1", "t1"));
   expect((std::vector<std::string>, std::vector<std::string>),
@@ -362,6 +373,17 @@ CAF_TEST(mail that arrived meanwhile is a message turn checked and gated) {
   CAF_CHECK_EQUAL(o.turns, 2u);
   CAF_CHECK_EQUAL(rec->checks.size(), 4u);
   CAF_CHECK_EQUAL(rec->takes, 3u);
+}
+
+CAF_TEST(no mail is taken when the mailbox says none waits) {
+  rec->says_none = true;
+  start(job());
+  finish_command(exited(0, "[task:done] first"));
+  finish_command(exited(0, "gate ok"));
+  CAF_CHECK(outcome().end == run::attempt_end::done);
+  CAF_CHECK_EQUAL(rec->takes, 0u);
+  // At the start, and after each command.
+  CAF_CHECK_EQUAL(rec->questions, 3u);
 }
 
 CAF_TEST(a blocked report ends the attempt blocked with its question) {

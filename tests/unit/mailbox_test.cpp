@@ -115,7 +115,10 @@ CAF_TEST(a down mail is taken once oldest first and marked delivered) {
   CAF_CHECK(!first.delivered_ms.has_value());
   CAF_CHECK_EQUAL(box.undelivered_counts("r1"),
                   (std::map<std::string, int>{{"t1", 2}, {"t2", 1}}));
+  CAF_CHECK(box.has_undelivered("r1", "t1"));
   auto taken = box.take_undelivered("r1", "t1", 1300, 2);
+  CAF_CHECK(!box.has_undelivered("r1", "t1"));
+  CAF_CHECK(box.has_undelivered("r1", "t2"));
   CAF_CHECK_EQUAL(texts(taken), (std::vector<std::string>{"use the cache",
                                                           "and log misses"}));
   CAF_REQUIRE_EQUAL(taken.size(), 2u);
@@ -144,6 +147,7 @@ CAF_TEST(a report goes up and is never handed to the worker) {
   CAF_CHECK_EQUAL(r.attempt, std::optional<int>{1});
   // A report about the run as a whole needs no task.
   box.post({"r1", std::nullopt, mail_kind::report, "from the run", {}}, 1150);
+  CAF_CHECK(!box.has_undelivered("r1", "t1"));
   CAF_CHECK(box.take_undelivered("r1", "t1", 1200).empty());
   CAF_CHECK(box.undelivered_counts("r1").empty());
   auto all = box.list("r1", std::string{"t1"});
