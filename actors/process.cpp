@@ -78,6 +78,14 @@ void lane(caf::blocking_actor* self, caf::actor lanes) {
     [self](start_atom, process_job& job) {
       run_job(self, std::move(job));
     },
+    [](ready_atom, std::vector<std::string>& folders) {
+      // Made while the borrower waits for something else; a folder that
+      // cannot be made fails the job that needs it, with the reason.
+      for (auto& folder : folders) {
+        std::error_code ec;
+        fs::create_directories(folder, ec);
+      }
+    },
     [&open](caf::down_msg&) {
       open = false;
     },

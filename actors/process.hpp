@@ -56,6 +56,8 @@ caf::actor spawn_process(caf::actor_system& sys, process_job job);
 /// lent to the sender (an idle one, else a new one); the same lane while
 /// the sender lives, free again once it is gone. Send the lane
 /// `(start_atom, process_job)`: it runs its jobs in the order they came.
+/// `(ready_atom, std::vector<std::string> folders)` has it make folders
+/// the jobs will need, ahead of them.
 /// The lanes end with the actor; stop it when no owner runs any more.
 caf::actor spawn_process_lanes(caf::actor_system& sys);
 

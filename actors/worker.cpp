@@ -208,6 +208,13 @@ std::string render(self_ptr self, const caf::error& err) {
 
 // -- processes ----------------------------------------------------------------
 
+/// Where the attempt's logs go.
+fs::path log_dir_of(const worker_job& job) {
+  return job.root / ".taskforce"
+         / store::attempt_log_dir(job.run_id, job.task.id,
+                                  static_cast<int>(job.attempt));
+}
+
 /// Hands `pj` to the lane, or to a new helper without one.
 void start_command(self_ptr self, process_job pj) {
   auto& st = self->state;
@@ -233,6 +240,10 @@ void borrow_lane(self_ptr self) {
       [self](caf::actor& lane) {
         auto& st = self->state;
         st.lane = std::move(lane);
+        // The attempt's log folder, made while the worker waits for git
+        // (two new folders: the slowest part of a trivial command's start).
+        self->send(st.lane, ready_atom::value,
+                   std::vector<std::string>{log_dir_of(st.job).string()});
         if (auto pj = std::exchange(st.waiting, std::nullopt))
           start_command(self, std::move(*pj));
       },
@@ -807,9 +818,7 @@ void leased(self_ptr self) {
   if (stopped(self))
     return;
   progress(self, attempt_phase::leased, "");
-  st.log_dir = st.job.root / ".taskforce"
-               / store::attempt_log_dir(st.job.run_id, st.job.task.id,
-                                        static_cast<int>(st.job.attempt));
+  st.log_dir = log_dir_of(st.job);
   st.scope = resolve_scope(st.cwd, st.job.task.files);
   if (!st.scope.error.empty())
     return fail(self, st.scope.error);
