@@ -47,8 +47,7 @@ mailbox(mailbox_actor::stateful_pointer<mailbox_state> self,
     [self](check_atom, std::string& run_id,
            std::string& task_id) -> caf::result<bool> {
       try {
-        return store::mailbox{*self->state.db}.has_undelivered(run_id,
-                                                               task_id);
+        return store::mailbox{*self->state.db}.has_undelivered(run_id, task_id);
       } catch (const store::ledger_error& e) {
         return failure(e);
       }

@@ -72,6 +72,8 @@ struct worker_entry {
   uint64_t attempt = 0;
   /// The orchestrator asked it to stop: its death is an interruption.
   bool stopping = false;
+  /// Started before its start was durable: it waits for `start_atom`.
+  bool standby = false;
 };
 
 /// What an event adds to the decision it caused: facts for one task's
@@ -233,11 +235,12 @@ void acknowledged(const waiter_ptr& w, const run::task_change& c,
 
 // -- carrying out what a change or an order asks for --------------------------
 
-void launch(self_ptr self, size_t i, uint64_t attempt) {
+void launch(self_ptr self, size_t i, uint64_t attempt, bool standby = false) {
   auto& st = self->state;
   auto& spec = sched(self).graph().task(i);
   auto& m = st.memory[i];
   run_task t;
+  t.standby = standby;
   t.id = spec.id;
   t.title = spec.title;
   t.body = spec.body;
@@ -270,15 +273,60 @@ void launch(self_ptr self, size_t i, uint64_t attempt) {
     auto h = st.setup.launch(t, attempt, fresh, as_actor(self));
     if (h.actor) {
       self->monitor(h.actor);
-      st.workers[i] = worker_entry{std::move(h), attempt, false};
+      st.workers[i] = worker_entry{std::move(h), attempt, false, standby};
       return;
     }
     why = "cannot start the worker";
   } catch (const std::exception& e) {
     why = std::string{"cannot start the worker: "} + e.what();
   }
+  if (standby) {
+    // It starts the usual way once the start is durable, and fails then.
+    return;
+  }
   ++m.failed;
   step(self, sched(self).attempt_ended(i, run::attempt_end::failed, why));
+}
+
+/// The start of task `i` is being recorded: its worker gets ready
+/// meanwhile, on standby, when the attempt's number is foreseeable (the
+/// ledger numbers a new attempt after the last) and its first turn is a
+/// plain start (an answer or a repair is handed over once only).
+void prepare(self_ptr self, size_t i) {
+  auto& st = self->state;
+  auto& m = st.memory[i];
+  if (!st.setup.prepare_workers || st.workers.count(i) != 0 || !m.answer.empty()
+      || !m.merge_gate_result.empty())
+    return;
+  launch(self, i, m.attempt + 1, true);
+}
+
+/// The standby worker of task `i` goes: its start was not made durable,
+/// or not with the number it foresaw. Its word is ignored from now on.
+void drop_standby(self_ptr self, size_t i) {
+  auto& st = self->state;
+  auto w = st.workers.find(i);
+  if (w == st.workers.end() || !w->second.standby)
+    return;
+  self->demonitor(w->second.handle.actor);
+  caf::anon_send<caf::message_priority::high>(w->second.handle.actor,
+                                              cancel_atom::value);
+  st.workers.erase(w);
+}
+
+/// The start of task `i` is durable as `attempt`: its standby worker goes
+/// on, or a worker starts now.
+void start_worker(self_ptr self, size_t i, uint64_t attempt) {
+  auto& st = self->state;
+  auto w = st.workers.find(i);
+  if (w != st.workers.end() && w->second.standby
+      && w->second.attempt == attempt) {
+    w->second.standby = false;
+    caf::anon_send(w->second.handle.actor, start_atom::value);
+    return;
+  }
+  drop_standby(self, i);
+  launch(self, i, attempt);
 }
 
 merge_request merge_request_of(self_ptr self, size_t i) {
@@ -397,7 +445,7 @@ void cancel(self_ptr self, size_t i) {
 void follow(self_ptr self, size_t i, run::follow_up what, uint64_t attempt) {
   switch (what) {
     case run::follow_up::none: return;
-    case run::follow_up::launch: launch(self, i, attempt); return;
+    case run::follow_up::launch: start_worker(self, i, attempt); return;
     case run::follow_up::merge: ask_git(self, i, false); return;
     case run::follow_up::check_merged: ask_git(self, i, true); return;
     case run::follow_up::cancel: cancel(self, i); return;
@@ -423,6 +471,7 @@ void abandon(self_ptr self, const pending_change& p) {
   auto& why = self->state.lost;
   switch (c.then) {
     case run::follow_up::launch:
+      drop_standby(self, c.task);
       step(self, sched(self).attempt_ended(c.task,
                                            run::attempt_end::interrupted, why));
       return;
@@ -476,7 +525,8 @@ void carry_out(self_ptr self, run::decision d, size_t own,
     st.last_change[p.change.task] = p.serial;
     if (with_facts && *with_facts == k)
       p.facts = a.facts;
-    if (p.change.then == run::follow_up::launch)
+    bool starts = p.change.then == run::follow_up::launch;
+    if (starts)
       p.facts.model = route(self, p.change.task);
     if (k < own && a.wait) {
       p.wait = a.wait;
@@ -489,6 +539,8 @@ void carry_out(self_ptr self, run::decision d, size_t own,
       continue;
     }
     st.gathering.changes.push_back(std::move(p));
+    if (starts)
+      prepare(self, st.gathering.changes.back().change.task);
   }
   if (d.run && st.lost.empty()) {
     st.gathering.run = std::move(d.run);
@@ -603,6 +655,12 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
         caf::make_error(run_errc::refused_transition, answer.acks[k].refusal));
     }
   }
+  // A start the ledger refused lets its standby worker go before the
+  // scheduler decides again.
+  for (size_t k = 0; k < changes.size(); ++k)
+    if (!answer.acks[k].durable
+        && changes[k].change.then == run::follow_up::launch)
+      drop_standby(self, changes[k].change.task);
   auto run_change = std::move(unit.run);
   auto durable = std::move(changes);
   // The ledger's word first, so a continuation sees the task where it is.
@@ -612,10 +670,15 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
   }
   for (size_t k = 0; k < durable.size(); ++k) {
     auto& c = durable[k].change;
-    if (!answer.acks[k].durable || c.then == run::follow_up::none)
+    if (c.then == run::follow_up::none)
+      continue;
+    if (!answer.acks[k].durable)
       continue;
     if (current(self, durable[k]))
       follow(self, c.task, c.then, answer.acks[k].attempt);
+    else if (c.then == run::follow_up::launch
+             && self->state.last_change[c.task] == durable[k].serial)
+      drop_standby(self, c.task);
   }
   if (!st.lost.empty())
     return;

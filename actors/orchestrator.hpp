@@ -93,6 +93,10 @@ struct run_task {
   std::string turn_text;
   /// A repair's first turn: how the gate ended on the merge result.
   std::string gate_result;
+  /// Its start is not durable yet: the worker gets ready (its lane, its
+  /// mail, the snapshot of the checkout in place) and changes nothing
+  /// before `start_atom` says the start is recorded.
+  bool standby = false;
 };
 
 /// What the orchestrator remembers of a task (the run layer loads it).
@@ -155,6 +159,10 @@ struct orchestrator_setup {
   /// Starts merge checks for tasks with a gate that merge from a branch;
   /// empty = the git service merges at once (verifyMerged off).
   merge_checker check_merge;
+  /// Start each worker while its start is being recorded, on standby, and
+  /// let it go once the start is durable (its preparation overlaps the
+  /// ledger's sync); else it starts once the start is durable.
+  bool prepare_workers = false;
   /// How often the ledger is asked whether another process paused or
   /// aborted the run.
   std::chrono::milliseconds poll{500};

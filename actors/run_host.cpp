@@ -78,48 +78,49 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   std::map<std::string, size_t> lines;
   for (auto& t : run.loaded.graph.tasks())
     lines[t.id] = t.line;
-  worker_launcher launch =
-    [&sys, run_id, run_cfg, root, self_exe, git, mail, lanes, task_file,
-     run_files,
-     lines](const run_task& t, uint64_t attempt, bool fresh, caf::actor orch) {
-      worker_job job;
-      job.run_id = run_id;
-      job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
-      job.agent = t.agent;
-      job.timeout_ms = t.timeout_ms;
-      job.attempt = attempt;
-      job.invocations = t.invocations;
-      job.previous_failure = t.previous_failure;
-      job.known_worktree = t.worktree;
-      job.session = t.session;
-      job.fresh = fresh;
-      job.cfg = run_cfg;
-      job.root = root;
-      job.self_exe = self_exe;
-      job.git = git;
-      job.orchestrator = orch;
-      job.mail = mail;
-      job.lanes = lanes;
-      job.task_file = task_file;
-      if (auto found = lines.find(t.id); found != lines.end())
-        job.task_line = found->second;
-      job.run_files = run_files;
-      if (t.first_turn == turn_kind::repair) {
-        job.first_repair.kind = turn_kind::repair;
-        job.first_repair.gate_result = t.gate_result;
-        job.first_repair.gate_tail = t.turn_text;
-      }
-      if (t.first_turn == turn_kind::answer && !t.turn_text.empty()) {
-        // The answer a person gave the live run goes into the task's mailbox
-        // before its worker exists: the mailbox stores it before it serves
-        // the worker's first take, which makes it the worker's answer turn.
-        caf::anon_send(mail, post_atom::value, run_id, t.id, turn_kind::answer,
-                       t.turn_text);
-      }
-      // The orchestrator stops it with cancel_atom; the worker kills its
-      // command through the process registry.
-      return worker_handle{spawn_worker(sys, std::move(job)), {}};
-    };
+  worker_launcher launch
+    = [&sys, run_id, run_cfg, root, self_exe, git, mail, lanes, task_file,
+       run_files, lines](const run_task& t, uint64_t attempt, bool fresh,
+                         caf::actor orch) {
+        worker_job job;
+        job.run_id = run_id;
+        job.task = {t.id, t.title, t.body, t.files, t.run, t.verify, t.model};
+        job.agent = t.agent;
+        job.timeout_ms = t.timeout_ms;
+        job.attempt = attempt;
+        job.invocations = t.invocations;
+        job.previous_failure = t.previous_failure;
+        job.known_worktree = t.worktree;
+        job.session = t.session;
+        job.fresh = fresh;
+        job.cfg = run_cfg;
+        job.root = root;
+        job.self_exe = self_exe;
+        job.git = git;
+        job.orchestrator = orch;
+        job.mail = mail;
+        job.lanes = lanes;
+        job.standby = t.standby;
+        job.task_file = task_file;
+        if (auto found = lines.find(t.id); found != lines.end())
+          job.task_line = found->second;
+        job.run_files = run_files;
+        if (t.first_turn == turn_kind::repair) {
+          job.first_repair.kind = turn_kind::repair;
+          job.first_repair.gate_result = t.gate_result;
+          job.first_repair.gate_tail = t.turn_text;
+        }
+        if (t.first_turn == turn_kind::answer && !t.turn_text.empty()) {
+          // The answer a person gave the live run goes into the task's mailbox
+          // before its worker exists: the mailbox stores it before it serves
+          // the worker's first take, which makes it the worker's answer turn.
+          caf::anon_send(mail, post_atom::value, run_id, t.id,
+                         turn_kind::answer, t.turn_text);
+        }
+        // The orchestrator stops it with cancel_atom; the worker kills its
+        // command through the process registry.
+        return worker_handle{spawn_worker(sys, std::move(job)), {}};
+      };
   orchestrator_setup os;
   os.run_id = run_id;
   os.file = run.file;
@@ -133,6 +134,7 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   os.git = m.git;
   os.watcher = m.opts.watcher;
   os.launch = launch;
+  os.prepare_workers = true;
   assist_setup as;
   as.root = root;
   as.file = run.file;

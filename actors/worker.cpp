@@ -132,7 +132,8 @@ struct worker_state {
   /// A command waiting for the lane.
   std::optional<process_job> waiting;
 
-  // -- the mail -----------------------------------------------------------------
+  // -- the mail
+  // -----------------------------------------------------------------
 
   /// Whether mail waited when the mailbox was last asked, since the last
   /// command ended (or the attempt began); unknown until it answers, and
@@ -144,6 +145,15 @@ struct worker_state {
   bool asking_for_mail = false;
   /// The take waits for the mailbox's answer.
   bool take_when_answered = false;
+
+  // -- standby (worker_job::standby)
+  // -------------------------------------------
+
+  /// Where a worker on standby waits for its start to be durable.
+  enum class parked { no, before_lease, before_turn };
+  parked waiting_at = parked::no;
+  /// The start is durable: nothing holds the worker back.
+  bool go = false;
   /// The running command's mark, once it started; shared with the functor
   /// that kills it when the worker dies.
   std::shared_ptr<std::string> mark = std::make_shared<std::string>();
@@ -822,6 +832,10 @@ void leased(self_ptr self) {
   st.scope = resolve_scope(st.cwd, st.job.task.files);
   if (!st.scope.error.empty())
     return fail(self, st.scope.error);
+  if (st.job.standby && !st.go) {
+    st.waiting_at = worker_state::parked::before_turn;
+    return;
+  }
   take_mail(self);
 }
 
@@ -864,6 +878,11 @@ void lease(self_ptr self) {
   auto& cfg = st.job.cfg;
   if (!cfg.use_worktrees || cfg.mode == "assist")
     return snapshot(self);
+  // A worktree is made only for a start that is recorded.
+  if (st.job.standby && !st.go) {
+    st.waiting_at = worker_state::parked::before_lease;
+    return;
+  }
   worktree_request req{st.job.run_id, st.job.task.id, st.job.fresh,
                        st.job.known_worktree};
   self->request(st.job.git, caf::infinite, lease_atom::value, req)
@@ -927,10 +946,26 @@ void cancel(self_ptr self) {
   if (st.now == phase::done || st.cancelled)
     return;
   st.cancelled = true;
+  // On standby and waiting for nothing else: over now.
+  if (st.waiting_at != worker_state::parked::no)
+    return finish(self, run::attempt_end::interrupted, "interrupted");
   // A command that has not started yet is killed when it starts; a git or
   // mail request in flight ends the attempt when it is answered.
   if (!st.mark->empty())
     proc::kill_running(*st.mark);
+}
+
+/// The start is durable: a worker on standby goes on where it waits.
+void go(self_ptr self) {
+  auto& st = self->state;
+  if (st.go || st.now == phase::done)
+    return;
+  st.go = true;
+  switch (std::exchange(st.waiting_at, worker_state::parked::no)) {
+    case worker_state::parked::no: return;
+    case worker_state::parked::before_lease: return lease(self);
+    case worker_state::parked::before_turn: return take_mail(self);
+  }
 }
 
 bool from_helper(self_ptr self) {
@@ -1006,6 +1041,9 @@ caf::behavior worker(self_ptr self, worker_job job) {
   return {
     [self](cancel_atom) {
       cancel(self);
+    },
+    [self](start_atom) {
+      go(self);
     },
     [self](proc_started& s) {
       if (!from_helper(self))

@@ -15,13 +15,15 @@
 //
 // It never blocks: processes run in a detached helper (actors/process.hpp:
 // the lane it borrows from the run's lanes at its start, or one helper per
-// command) whose start, output and exit arrive as messages; git and mail requests
-// are answered later. It monitors the git service and its helper: either
-// gone means a failed attempt, said so. A `cancel_atom` at any point kills
-// the running command through the process registry (a cancel before the
+// command) whose start, output and exit arrive as messages; git and mail
+// requests are answered later. It monitors the git service and its helper:
+// either gone means a failed attempt, said so. A `cancel_atom` at any point
+// kills the running command through the process registry (a cancel before the
 // command started is honoured when it starts) and the attempt ends
 // `interrupted` once nothing of it runs. A worker that dies kills its
-// command all the same.
+// command all the same. A worker started on standby (its start still being
+// recorded) gets ready and waits for `start_atom` before it changes
+// anything.
 //
 //            cancel (any phase) ──▶ kill the command ──▶ interrupted
 //
@@ -120,6 +122,11 @@ struct worker_job {
   process_spawner processes;
   /// The run's lanes (spawn_process_lanes); null = none.
   caf::actor lanes;
+  /// The attempt's start is not durable yet: the worker borrows its lane,
+  /// asks for mail and (in place) takes the snapshot, then waits for
+  /// `start_atom` before it makes a worktree or runs anything. A cancel
+  /// meanwhile ends it interrupted.
+  bool standby = false;
 };
 
 /// Spawns the worker for `job` (event-based). Stop it with `cancel_atom`.

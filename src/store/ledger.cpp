@@ -899,8 +899,8 @@ std::optional<task_row> ledger::find_task(const std::string& run_id,
   return load_task(*db_, run_id, task_id);
 }
 
-std::optional<task_state>
-ledger::state_of(const std::string& run_id, const std::string& task_id) const {
+std::optional<task_state> ledger::state_of(const std::string& run_id,
+                                           const std::string& task_id) const {
   auto st = db_->use("SELECT state FROM tasks WHERE run_id = ?1 "
                      "AND task_id = ?2");
   st.bind(1, run_id).bind(2, task_id);

@@ -29,6 +29,8 @@ struct fixture : test_coordinator_fixture<run_test_config> {
   /// Batches are written at once, so tests can step each exchange; the
   /// test of lingering sets it.
   std::chrono::milliseconds linger{0};
+  /// Workers start on standby while their start is recorded.
+  bool prepare = false;
 
   /// Spawns the orchestrator over `specs` (the ledger has them in
   /// `states`, pending by default) without starting it.
@@ -51,6 +53,7 @@ struct fixture : test_coordinator_fixture<run_test_config> {
     s.git = git;
     s.watcher = watcher;
     s.linger = linger;
+    s.prepare_workers = prepare;
     auto r = rec;
     auto* system = &sys;
     s.launch = [r, system](const run_task& t, uint64_t attempt, bool fresh,
@@ -534,6 +537,59 @@ CAF_TEST(a refused change in a batch leaves the durable ones to go on) {
   CAF_CHECK_EQUAL(gits->merges, strings{"a"});
   CAF_REQUIRE_EQUAL(rec->finished.size(), 1u);
   CAF_CHECK_EQUAL(rec->finished[0].first, run_state::paused);
+}
+
+CAF_TEST(on standby a worker gets ready while its start is recorded) {
+  prepare = true;
+  run::rules r;
+  r.max_concurrency = 2;
+  spawn({spec("a", {"a"}), spec("b", {"b"}), spec("c", {"c"})}, r);
+  self->send(orch, start_atom::value);
+  expect((start_atom), from(self).to(orch));
+  // Started with the batch, numbered as the ledger will number them, and
+  // told to wait.
+  CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "b"}));
+  CAF_CHECK(attempt_of("a").task.standby);
+  CAF_CHECK_EQUAL(attempt_of("a").attempt, 1u);
+  expect((record_atom, transition_batch), from(orch).to(ledger));
+  CAF_CHECK(rec->went.empty());
+  expect((batch_acks), from(ledger).to(orch));
+  sched.run();
+  // Durable: they go, and nobody else starts.
+  CAF_CHECK_EQUAL(rec->went, (strings{"a", "b"}));
+  CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "b"}));
+  // The next start is prepared with the batch that frees its slot.
+  outcome("a", run::attempt_end::done);
+  CAF_CHECK_EQUAL(rec->launched_ids(), (strings{"a", "b", "c"}));
+  CAF_CHECK_EQUAL(rec->went, (strings{"a", "b", "c"}));
+  CAF_CHECK(rec->cancelled.empty());
+}
+
+CAF_TEST(a refused start lets its standby worker go without a word) {
+  prepare = true;
+  run::rules r;
+  r.max_concurrency = 2;
+  // Another process put b on hold in the ledger.
+  spawn({spec("a", {"a"}), spec("b", {"b"})}, r);
+  book->tasks["b"].state = task_state::held;
+  self->send(orch, start_atom::value);
+  expect((start_atom), from(self).to(orch));
+  expect((record_atom, transition_batch), from(orch).to(ledger));
+  expect((batch_acks), from(ledger).to(orch));
+  sched.run();
+  CAF_CHECK_EQUAL(rec->went, strings{"a"});
+  CAF_CHECK_EQUAL(rec->cancelled, strings{"b"});
+  CAF_CHECK_EQUAL(state("b"), task_state::held);
+  // What b's worker says now counts for nothing.
+  attempt_outcome late;
+  late.task_id = "b";
+  late.attempt = 1;
+  late.end = run::attempt_end::done;
+  self->send(orch, outcome_atom::value, late);
+  sched.run();
+  CAF_CHECK_EQUAL(state("b"), task_state::held);
+  outcome("a", run::attempt_end::done);
+  CAF_CHECK_EQUAL(state("a"), task_state::done);
 }
 
 CAF_TEST(changes made while a batch is in flight gather into the next) {

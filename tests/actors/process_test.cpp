@@ -154,10 +154,13 @@ namespace {
 caf::actor borrow(caf::scoped_actor& borrower, const caf::actor& lanes) {
   caf::actor lane;
   borrower->request(lanes, caf::infinite, acquire_atom::value)
-    .receive([&](caf::actor& x) { lane = std::move(x); },
-             [](caf::error& err) {
-               CAF_FAIL("no lane: " << caf::to_string(err));
-             });
+    .receive(
+      [&](caf::actor& x) {
+        lane = std::move(x);
+      },
+      [](caf::error& err) {
+        CAF_FAIL("no lane: " << caf::to_string(err));
+      });
   return lane;
 }
 
@@ -182,7 +185,8 @@ CAF_TEST(a lane runs the commands of its borrower one after the other) {
   caf::anon_send_exit(lanes, caf::exit_reason::user_shutdown);
 }
 
-CAF_TEST(a lane is lent to one borrower at a time and comes back when it is gone) {
+CAF_TEST(
+  a lane is lent to one borrower at a time and comes back when it is gone) {
   auto lanes = spawn_process_lanes(sys);
   auto mine = borrow(self, lanes);
   caf::actor theirs;
@@ -211,9 +215,13 @@ CAF_TEST(the threads of the lanes end with them) {
   caf::anon_send_exit(lanes, caf::exit_reason::user_shutdown);
   bool down = false;
   self->receive(
-    [&](caf::down_msg& d) { down = d.source == lane.address(); },
+    [&](caf::down_msg& d) {
+      down = d.source == lane.address();
+    },
     caf::after(std::chrono::seconds(60)) >>
-      [] { CAF_FAIL("the lane outlived its lanes for 60 s"); });
+      [] {
+        CAF_FAIL("the lane outlived its lanes for 60 s");
+      });
   CAF_CHECK(down);
 }
 

@@ -260,6 +260,8 @@ struct run_record {
   std::vector<launched_attempt> launched;
   /// Tasks whose worker received cancel_atom.
   std::vector<std::string> cancelled;
+  /// Tasks whose worker on standby was let go (start_atom).
+  std::vector<std::string> went;
   std::vector<run_event> events;
   /// (state, reason) of each finished_atom.
   std::vector<std::pair<run_state, std::string>> finished;
@@ -292,6 +294,9 @@ inline caf::behavior fake_worker(std::shared_ptr<run_record> rec,
   return {
     [rec, task](cancel_atom) {
       rec->cancelled.push_back(task);
+    },
+    [rec, task](start_atom) {
+      rec->went.push_back(task);
     },
   };
 }

@@ -415,6 +415,35 @@ CAF_TEST(a moved HEAD after the gate fails the attempt naming the gate) {
                                     "taskforce/r1/t1 for main");
 }
 
+CAF_TEST(on standby a worker makes no worktree and runs nothing until told) {
+  auto j = job();
+  j.standby = true;
+  start(std::move(j));
+  // Waiting: no lease (a worktree is made only for a recorded start).
+  CAF_CHECK(rec->commands.empty());
+  CAF_CHECK(rec->progress.empty());
+  self->send(worker, start_atom::value);
+  run();
+  CAF_REQUIRE_EQUAL(rec->commands.size(), 1u);
+  CAF_CHECK_EQUAL(env_of(command(), "TASKFORCE_TURN"), "start");
+  finish_command(exited(0, "[task:done] x"));
+  finish_command(exited(0, "gate ok"));
+  CAF_CHECK(outcome().end == run::attempt_end::done);
+}
+
+CAF_TEST(in place on standby the turn waits and a cancel ends it at once) {
+  auto j = job();
+  j.standby = true;
+  j.cfg.use_worktrees = false;
+  start(std::move(j));
+  CAF_CHECK(rec->commands.empty());
+  // A cancel now ends it at once: nothing runs, nothing waits.
+  self->send(worker, cancel_atom::value);
+  run();
+  CAF_CHECK(rec->commands.empty());
+  CAF_CHECK(outcome().end == run::attempt_end::interrupted);
+}
+
 CAF_TEST(a cancel before the start is honoured at the start) {
   start(job());
   self->send(worker, cancel_atom::value);
