@@ -757,6 +757,19 @@ void mail_arrived(self_ptr self, std::vector<std::string> answers,
   run_turn(self);
 }
 
+/// The mailbox answered question `question`: a take that waited for it
+/// goes on.
+void mail_answered(self_ptr self, uint64_t question, bool waits) {
+  auto& st = self->state;
+  if (question != st.mail_question)
+    return;
+  st.asking_for_mail = false;
+  st.mail_waits = waits;
+  if (std::exchange(st.take_when_answered, false)
+      && st.now == phase::taking_mail)
+    take_mail(self);
+}
+
 /// Asks the mailbox whether mail waits, while the worker waits for the
 /// git service: a take then follows only when some does (mostly none
 /// does, and the question cost a round trip after every check).
@@ -772,25 +785,11 @@ void ask_for_mail(self_ptr self) {
               st.job.task.id)
     .then(
       [self, question](bool waits) {
-        auto& st = self->state;
-        if (question != st.mail_question)
-          return;
-        st.asking_for_mail = false;
-        st.mail_waits = waits;
-        if (std::exchange(st.take_when_answered, false)
-            && st.now == phase::taking_mail)
-          take_mail(self);
+        mail_answered(self, question, waits);
       },
       [self, question](caf::error&) {
-        auto& st = self->state;
-        if (question != st.mail_question)
-          return;
         // The take tries, and says what went wrong.
-        st.asking_for_mail = false;
-        st.mail_waits = true;
-        if (std::exchange(st.take_when_answered, false)
-            && st.now == phase::taking_mail)
-          take_mail(self);
+        mail_answered(self, question, true);
       });
 }
 

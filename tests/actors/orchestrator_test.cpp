@@ -86,6 +86,16 @@ struct fixture : test_coordinator_fixture<run_test_config> {
     CAF_FAIL("no attempt of " << id);
   }
 
+  /// A worker whose attempt was given up says it is done, too late.
+  void late_done(const std::string& id, uint64_t attempt) {
+    attempt_outcome late;
+    late.task_id = id;
+    late.attempt = attempt;
+    late.end = run::attempt_end::done;
+    self->send(orch, outcome_atom::value, late);
+    sched.run();
+  }
+
   /// The worker of `id`'s latest attempt reports how it ended.
   void outcome(const std::string& id, run::attempt_end end,
                std::string reason = "") {
@@ -441,12 +451,7 @@ CAF_TEST(a worker that dies ends its attempt and the task is tried again) {
   sched.run();
   CAF_CHECK_EQUAL(state("b"), task_state::interrupted);
   // A late word from the dead attempt changes nothing.
-  attempt_outcome late;
-  late.task_id = "a";
-  late.attempt = 1;
-  late.end = run::attempt_end::done;
-  self->send(orch, outcome_atom::value, late);
-  sched.run();
+  late_done("a", 1);
   CAF_CHECK_EQUAL(state("a"), task_state::running);
   outcome("a", run::attempt_end::interrupted);
   CAF_CHECK_EQUAL(book->run, run_state::paused);
@@ -581,12 +586,7 @@ CAF_TEST(a refused start lets its standby worker go without a word) {
   CAF_CHECK_EQUAL(rec->cancelled, strings{"b"});
   CAF_CHECK_EQUAL(state("b"), task_state::held);
   // What b's worker says now counts for nothing.
-  attempt_outcome late;
-  late.task_id = "b";
-  late.attempt = 1;
-  late.end = run::attempt_end::done;
-  self->send(orch, outcome_atom::value, late);
-  sched.run();
+  late_done("b", 1);
   CAF_CHECK_EQUAL(state("b"), task_state::held);
   outcome("a", run::attempt_end::done);
   CAF_CHECK_EQUAL(state("a"), task_state::done);
