@@ -298,6 +298,18 @@ void prepare(self_ptr self, size_t i) {
   if (!st.setup.prepare_workers || st.workers.count(i) != 0 || !m.answer.empty()
       || !m.merge_gate_result.empty())
     return;
+  // Another start of the task still on its way (one whose attempt ended
+  // before it was durable) leaves the number unforeseeable.
+  auto opens = [i](const commit_unit& u, size_t skip_last) {
+    for (size_t k = 0; k + skip_last < u.changes.size(); ++k) {
+      auto& c = u.changes[k].change;
+      if (c.task == i && in_attempt(c.to) && !in_attempt(c.from))
+        return true;
+    }
+    return false;
+  };
+  if ((st.in_flight && opens(*st.in_flight, 0)) || opens(st.gathering, 1))
+    return;
   launch(self, i, m.attempt + 1, true);
 }
 

@@ -49,6 +49,8 @@ struct live_attempt {
   uint64_t attempt = 0;
   caf::actor worker;
   bool cancelled = false;
+  /// Started on standby (its start not durable yet).
+  bool standby = false;
 };
 
 struct simulation : test_coordinator_fixture<run_test_config> {
@@ -343,6 +345,8 @@ struct simulation : test_coordinator_fixture<run_test_config> {
     s.ledger = ledger;
     s.git = git;
     s.watcher = watcher;
+    // Odd seeds start workers on standby while their start is recorded.
+    s.prepare_workers = seed % 2 == 1;
     auto r = rec;
     auto* system = &sys;
     s.launch = [r, system](const run_task& t, uint64_t attempt, bool fresh,
@@ -489,14 +493,37 @@ struct simulation : test_coordinator_fixture<run_test_config> {
   void sync_workers() {
     for (; launches_seen < rec->launched.size(); ++launches_seen) {
       auto& l = rec->launched[launches_seen];
-      lives.push_back(live_attempt{l.task.id, l.attempt, l.worker, false});
+      lives.push_back(
+        live_attempt{l.task.id, l.attempt, l.worker, false, l.task.standby});
       approve_asked[l.task.id] = false;
       note("launched " + l.task.id + " attempt " + std::to_string(l.attempt));
     }
-    for (; cancels_seen < rec->cancelled.size(); ++cancels_seen)
+    for (; cancels_seen < rec->cancelled.size(); ++cancels_seen) {
+      auto& task = rec->cancelled[cancels_seen];
       for (auto& l : lives)
-        if (l.task == rec->cancelled[cancels_seen])
+        if (l.task == task)
           l.cancelled = true;
+      // A worker on standby that was never let go ends at once, as
+      // interrupted: it ran nothing (the orchestrator may ignore its word).
+      auto& gone = rec->went_workers;
+      for (auto l = lives.begin(); l != lives.end();) {
+        if (l->task != task || !l->standby
+            || std::find(gone.begin(), gone.end(), l->worker.address())
+                 != gone.end()) {
+          ++l;
+          continue;
+        }
+        attempt_outcome o;
+        o.task_id = l->task;
+        o.attempt = l->attempt;
+        o.end = run::attempt_end::interrupted;
+        o.reason = to_string(o.end);
+        last_end[l->task] = o.end;
+        note("standby worker " + l->task + " ends interrupted");
+        self->send(orch, outcome_atom::value, o);
+        l = lives.erase(l);
+      }
+    }
   }
 
   void finish_worker() {

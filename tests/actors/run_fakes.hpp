@@ -260,8 +260,10 @@ struct run_record {
   std::vector<launched_attempt> launched;
   /// Tasks whose worker received cancel_atom.
   std::vector<std::string> cancelled;
-  /// Tasks whose worker on standby was let go (start_atom).
+  /// Tasks whose worker on standby was let go (start_atom), and the
+  /// workers.
   std::vector<std::string> went;
+  std::vector<caf::actor_addr> went_workers;
   std::vector<run_event> events;
   /// (state, reason) of each finished_atom.
   std::vector<std::pair<run_state, std::string>> finished;
@@ -289,14 +291,16 @@ inline caf::behavior fake_watcher(std::shared_ptr<run_record> rec) {
 
 /// A worker played by the test: it only notes a cancel (the test sends the
 /// outcome, as the real worker would once its process is gone).
-inline caf::behavior fake_worker(std::shared_ptr<run_record> rec,
+inline caf::behavior fake_worker(caf::event_based_actor* self,
+                                 std::shared_ptr<run_record> rec,
                                  std::string task) {
   return {
     [rec, task](cancel_atom) {
       rec->cancelled.push_back(task);
     },
-    [rec, task](start_atom) {
+    [self, rec, task](start_atom) {
       rec->went.push_back(task);
+      rec->went_workers.push_back(self->address());
     },
   };
 }
