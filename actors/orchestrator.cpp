@@ -682,9 +682,7 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
   }
   for (size_t k = 0; k < durable.size(); ++k) {
     auto& c = durable[k].change;
-    if (c.then == run::follow_up::none)
-      continue;
-    if (!answer.acks[k].durable)
+    if (c.then == run::follow_up::none || !answer.acks[k].durable)
       continue;
     if (current(self, durable[k]))
       follow(self, c.task, c.then, answer.acks[k].attempt);

@@ -135,14 +135,13 @@ struct worker_state {
   // -- the mail
   // -----------------------------------------------------------------
 
-  /// Whether mail waited when the mailbox was last asked, since the last
-  /// command ended (or the attempt began); unknown until it answers, and
-  /// again once a command starts.
-  std::optional<bool> mail_waits;
+  /// What the mailbox said since the last command ended (or the attempt
+  /// began): nothing yet (unknown again once a command starts), or a
+  /// question is on its way, or whether mail waits.
+  enum class mail_news { unknown, asking, none, some };
+  mail_news mail_heard = mail_news::unknown;
   /// Numbers the questions: a late answer to an old one is ignored.
   uint64_t mail_question = 0;
-  /// A question is on its way.
-  bool asking_for_mail = false;
   /// The take waits for the mailbox's answer.
   bool take_when_answered = false;
 
@@ -272,8 +271,7 @@ void run_command(self_ptr self, proc::run_options opts,
                  std::vector<std::pair<std::string, std::string>> inputs) {
   auto& st = self->state;
   // What the mailbox said holds until a command runs.
-  st.mail_waits.reset();
-  st.asking_for_mail = false;
+  st.mail_heard = worker_state::mail_news::unknown;
   st.take_when_answered = false;
   ++st.mail_question;
   if (opts.cwd.empty())
@@ -769,8 +767,8 @@ void mail_answered(self_ptr self, uint64_t question, bool waits) {
   auto& st = self->state;
   if (question != st.mail_question)
     return;
-  st.asking_for_mail = false;
-  st.mail_waits = waits;
+  st.mail_heard
+    = waits ? worker_state::mail_news::some : worker_state::mail_news::none;
   if (std::exchange(st.take_when_answered, false)
       && st.now == phase::taking_mail)
     take_mail(self);
@@ -784,8 +782,7 @@ void ask_for_mail(self_ptr self) {
   if (!st.job.mail)
     return;
   auto question = ++st.mail_question;
-  st.mail_waits.reset();
-  st.asking_for_mail = true;
+  st.mail_heard = worker_state::mail_news::asking;
   self
     ->request(st.job.mail, caf::infinite, check_atom::value, st.job.run_id,
               st.job.task.id)
@@ -802,9 +799,9 @@ void ask_for_mail(self_ptr self) {
 void take_mail(self_ptr self) {
   auto& st = self->state;
   st.now = phase::taking_mail;
-  if (!st.job.mail || st.mail_waits == false)
+  if (!st.job.mail || st.mail_heard == worker_state::mail_news::none)
     return mail_arrived(self, {}, {});
-  if (!st.mail_waits && st.asking_for_mail) {
+  if (st.mail_heard == worker_state::mail_news::asking) {
     // Asked already: the answer decides.
     st.take_when_answered = true;
     return;

@@ -22,6 +22,7 @@
 
 #include "src/proc/mark.hpp"
 #include "src/proc/registry.hpp"
+#include "src/text/file.hpp"
 #include "src/time/duration.hpp"
 
 namespace taskforce::proc {
@@ -138,33 +139,12 @@ void clean_group(pid_t pgid) {
 
 /// Appends the pids listed in `file` (numbers separated by spaces).
 void read_pids(const std::string& file, std::vector<pid_t>& out) {
-  int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
+  auto text = read_file(file);
+  if (!text)
     return;
-  std::string text;
-  char buf[4096];
-  for (;;) {
-    auto n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  pid_t pid = 0;
-  bool in_number = false;
-  for (char c : text) {
-    if (c >= '0' && c <= '9') {
-      pid = pid * 10 + (c - '0');
-      in_number = true;
-    } else if (in_number) {
-      out.push_back(pid);
-      pid = 0;
-      in_number = false;
-    }
-  }
-  if (in_number)
+  std::istringstream in{*text};
+  pid_t pid;
+  while (in >> pid)
     out.push_back(pid);
 }
 
