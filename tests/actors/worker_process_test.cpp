@@ -1,13 +1,15 @@
 // The worker with real process helpers and real commands on the real
-// scheduler (the git service is played by the test): a cancel kills the
-// running command at once and the attempt is interrupted; a worker that
+// scheduler (the git service is played by the test, which hears of each
+// start through a relay and waits on pidfds, never on a clock): a cancel kills
+// the running command at once and the attempt is interrupted; a worker that
 // dies while its command runs takes the command with it.
 #define CAF_SUITE actors.worker_process
 #include <caf/test/unit_test.hpp>
 
+#include <poll.h>
 #include <signal.h>
-
-#include <thread>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <caf/all.hpp>
 
@@ -57,6 +59,28 @@ git_actor::behavior_type fake_git(std::string worktree) {
   };
 }
 
+/// Stands between a helper and its worker: forwards what the helper says
+/// as the helper (the worker knows its helper by the sender), and tells
+/// `test` when the command started.
+caf::behavior relay(caf::event_based_actor* self, caf::actor worker,
+                    caf::actor test) {
+  auto as_helper = [self] {
+    return caf::actor_cast<caf::actor>(self->current_sender());
+  };
+  return {
+    [=](proc_started& x) {
+      caf::anon_send(test, x);
+      caf::send_as(as_helper(), worker, x);
+    },
+    [=](proc_output& x) {
+      caf::send_as(as_helper(), worker, x);
+    },
+    [=](proc_exited& x) {
+      caf::send_as(as_helper(), worker, x);
+    },
+  };
+}
+
 struct fixture {
   runtime_config cfg{2, false};
   caf::actor_system sys{cfg};
@@ -67,18 +91,20 @@ struct fixture {
     = std::make_shared<std::vector<caf::actor>>();
   caf::actor worker;
 
-  /// A worker whose task writes its pid to `pid` and sleeps.
+  /// A worker whose task sleeps.
   void start() {
     worker_job j;
     j.run_id = "r1";
     j.task.id = "t1";
-    j.task.run = "echo $$ > pid; exec sleep 60";
+    j.task.run = "exec sleep 60";
     j.cfg.worker = "shell";
     j.root = root.path();
     j.git = sys.spawn(fake_git, worktree.path().string());
     j.orchestrator = caf::actor_cast<caf::actor>(self);
     auto h = helpers;
-    j.processes = [h](caf::actor_system& s, process_job pj) {
+    auto test = caf::actor_cast<caf::actor>(self);
+    j.processes = [h, test](caf::actor_system& s, process_job pj) {
+      pj.owner = s.spawn(relay, pj.owner, test);
       auto helper = spawn_process(s, std::move(pj));
       h->push_back(helper);
       return helper;
@@ -86,16 +112,32 @@ struct fixture {
     worker = spawn_worker(sys, std::move(j));
   }
 
-  /// The command's pid, once it wrote it.
+  /// The command's pid, once it started.
   pid_t command_pid() {
-    auto file = worktree.path() / "pid";
-    for (int i = 0; i < 6000; ++i) {
-      auto text = test::read_file(file);
-      if (!text.empty() && text.back() == '\n')
-        return std::stoi(text);
-      std::this_thread::sleep_for(10ms);
-    }
-    CAF_FAIL("the command never started");
+    pid_t pid = -1;
+    self->receive(
+      [&](proc_started& x) {
+        pid = static_cast<pid_t>(x.pid);
+      },
+      caf::after(std::chrono::seconds(60)) >>
+        [] {
+          CAF_FAIL("the command never started");
+        });
+    return pid;
+  }
+
+  /// Whether `pid` ends within `patience`: waits on its pidfd, not a clock.
+  static bool ends_within(pid_t pid, std::chrono::milliseconds patience) {
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0)
+      return true; // gone already
+    pollfd p{fd, POLLIN, 0};
+    int rc;
+    while ((rc = ::poll(&p, 1, static_cast<int>(patience.count()))) < 0
+           && errno == EINTR)
+      ;
+    ::close(fd);
+    return rc > 0 || dead(pid);
   }
 
   /// The attempt's outcome (progress messages skipped).
@@ -140,9 +182,7 @@ CAF_TEST(a worker that dies takes its running command along) {
   start();
   auto pid = command_pid();
   anon_send_exit(worker, caf::exit_reason::kill);
-  for (int i = 0; i < 500 && !dead(pid); ++i)
-    std::this_thread::sleep_for(10ms);
-  CAF_CHECK(dead(pid));
+  CAF_CHECK(ends_within(pid, 5s));
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()
