@@ -11,6 +11,8 @@
 #include <string>
 #include <thread>
 
+#include "paths.hpp"
+
 namespace taskforce::test {
 
 /// A fresh directory under the system's temp dir, removed on destruction.

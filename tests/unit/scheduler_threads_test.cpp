@@ -9,6 +9,7 @@
 #include <caf/actor_system_config.hpp>
 
 #include "actors/runtime_config.hpp"
+#include "paths.hpp"
 #include "src/text/file.hpp"
 
 using namespace taskforce;
