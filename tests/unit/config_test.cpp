@@ -39,7 +39,8 @@ CAF_TEST(an empty object gives the documented defaults) {
 }
 
 CAF_TEST(the shipped config file equals the built - in defaults) {
-  auto shipped = load_config(std::string{TASKFORCE_SOURCE_DIR} + "/config/taskforce.json");
+  auto shipped
+    = load_config(std::string{TASKFORCE_SOURCE_DIR} + "/config/taskforce.json");
   CAF_CHECK_EQUAL(config_json(shipped), config_json(config{}));
 }
 
