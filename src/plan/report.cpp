@@ -224,6 +224,17 @@ std::string fit(const std::string& s, size_t width) {
   return out;
 }
 
+/// A command for a table cell: its first line, and how many more there are
+/// (the whole text is in `--json`).
+std::string one_line(const std::string& command) {
+  auto end = command.find('\n');
+  if (end == std::string::npos)
+    return command;
+  auto more = std::count(command.begin(), command.end(), '\n');
+  return command.substr(0, end) + " (+" + std::to_string(more) + " line"
+         + (more == 1 ? "" : "s") + ")";
+}
+
 } // namespace
 
 std::string plan_text(const plan_result& plan, size_t width) {
@@ -233,10 +244,11 @@ std::string plan_text(const plan_result& plan, size_t width) {
   const auto& g = *plan.graph;
   // Rows first, then fit the columns to the width.
   std::vector<std::vector<std::string>> rows;
-  rows.push_back({"ID", "TITLE", "DEPS", "FILES", "LOCKS", "PRI", "GATE"});
+  rows.push_back(
+    {"ID", "TITLE", "DEPS", "FILES", "LOCKS", "PRI", "RUN", "GATE"});
   size_t done = 0;
   for (const auto& task : g.tasks()) {
-    std::string gate = task.verify ? *task.verify : "-";
+    std::string gate = task.verify ? one_line(*task.verify) : "-";
     if (task.needs_approval)
       gate = "[approval] " + gate;
     if (task.held)
@@ -250,14 +262,15 @@ std::string plan_text(const plan_result& plan, size_t width) {
       {task.id, title, task.deps.empty() ? "-" : join(task.deps),
        task.files.empty() ? "(none: runs alone)" : join(task.files),
        task.locks.empty() ? "-" : join(task.locks),
-       std::to_string(task.priority), gate});
+       std::to_string(task.priority), task.run ? one_line(*task.run) : "-",
+       gate});
   }
-  std::vector<size_t> widths(7, 0);
+  std::vector<size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows)
     for (size_t c = 0; c < row.size(); ++c)
       widths[c] = std::max(widths[c], columns(row[c]));
-  // Shrink the widest flexible column (title, deps, files, locks, gate)
-  // until the table fits; ids and priorities are never cut.
+  // Shrink the widest flexible column (title, deps, files, locks, run,
+  // gate) until the table fits; ids and priorities are never cut.
   const size_t gaps = 2 * (widths.size() - 1);
   auto total = [&] {
     size_t sum = gaps;
@@ -265,7 +278,7 @@ std::string plan_text(const plan_result& plan, size_t width) {
       sum += w;
     return sum;
   };
-  const size_t flexible[] = {1, 2, 3, 4, 6};
+  const size_t flexible[] = {1, 2, 3, 4, 6, 7};
   // The title keeps a head start of ten columns: it says what the task is.
   auto weight = [&](size_t c) {
     return c == 1 ? widths[c] - std::min<size_t>(widths[c], 10) : widths[c];

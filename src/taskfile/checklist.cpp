@@ -8,20 +8,6 @@ namespace taskforce::taskfile {
 
 namespace {
 
-/// Columns of leading whitespace (a tab counts as four).
-size_t indentation(std::string_view line) {
-  size_t columns = 0;
-  for (char c : line) {
-    if (c == ' ')
-      ++columns;
-    else if (c == '\t')
-      columns += 4;
-    else
-      break;
-  }
-  return columns;
-}
-
 /// A list item's marker (`-`, `*`, `+`, `12.`, `12)`) at the start of `s`:
 /// its length, or 0.
 size_t list_marker(std::string_view s) {
@@ -193,7 +179,12 @@ std::vector<raw_task> read_checklist(std::string_view text,
             raw_field field;
             field.line = number;
             field.text = std::string{value};
-            current->fields.emplace(name, std::move(field));
+            if (takes_block(name) && opens_block(value))
+              field.text = read_block(lines, n, indent);
+            if (field.text.empty() && opens_block(value))
+              errors.push_back({number, block_missing(name)});
+            else
+              current->fields.emplace(name, std::move(field));
           }
           continue;
         }

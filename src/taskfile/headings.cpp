@@ -48,19 +48,6 @@ const std::map<std::string, std::string>& builtin_labels() {
   return labels;
 }
 
-size_t indentation(std::string_view line) {
-  size_t columns = 0;
-  for (char c : line) {
-    if (c == ' ')
-      ++columns;
-    else if (c == '\t')
-      columns += 4;
-    else
-      break;
-  }
-  return columns;
-}
-
 /// A markdown heading's level (1-6), or 0.
 size_t heading_level(std::string_view trimmed) {
   size_t level = 0;
@@ -264,10 +251,15 @@ read_headings(std::string_view text,
       add_body();
       continue;
     }
-    // A scheduling label with its value on the lines below (a nested list).
+    // A scheduling label with its value on the lines below (a nested list),
+    // or a command as a block (`**Run:** |`).
     std::string text_value{value};
     size_t value_line = number;
-    if (text_value.empty()) {
+    bool missing_block = false;
+    if (takes_block(field) && opens_block(value)) {
+      text_value = read_block(lines, n, indentation(line));
+      missing_block = text_value.empty();
+    } else if (text_value.empty()) {
       auto label_indent = indentation(line);
       while (n + 1 < lines.size() && indentation(lines[n + 1]) > label_indent
              && !trim(lines[n + 1]).empty()) {
@@ -289,6 +281,10 @@ read_headings(std::string_view text,
                                     "line "
                                   + std::to_string(existing->second.line)
                                   + ")"});
+      continue;
+    }
+    if (missing_block) {
+      errors.push_back({number, block_missing(field)});
       continue;
     }
     raw_field raw;

@@ -62,6 +62,29 @@ std::string_view trim(std::string_view s);
 /// `s` without one pair of backticks wrapping it whole.
 std::string_view strip_backticks(std::string_view s);
 
+/// Columns of leading whitespace (a tab counts as four).
+size_t indentation(std::string_view line);
+
+/// Lines without their common indentation, blank edges dropped.
+std::string dedent(std::string_view text);
+
+/// Whether a field's value opens a block (`run: |`): the value is on the
+/// lines below, indented deeper than the field.
+bool opens_block(std::string_view value);
+
+/// The fields whose value may be a block: the commands (`run`, `verify`).
+bool takes_block(std::string_view field);
+
+/// The block under `lines[n]` (a field at `indent` columns whose value is
+/// `|`): the following lines indented deeper than `indent` (blank lines
+/// between them included), without their common indentation; "" when there
+/// are none. `n` is left on the block's last line.
+std::string read_block(const std::vector<std::string_view>& lines, size_t& n,
+                       size_t indent);
+
+/// The error for a block field with nothing under it.
+std::string block_missing(std::string_view field);
+
 /// The checklist reader. Checkboxes under a headings-format task
 /// (`### 1. [ ] Title`) are that task's acceptance criteria, not tasks: they
 /// are left out, with a warning naming `--format headings`.

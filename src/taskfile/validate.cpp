@@ -96,36 +96,6 @@ std::string in_quotes(std::string_view s) {
   return "\"" + std::string{s} + "\"";
 }
 
-/// Lines without their common indentation, blank edges dropped.
-std::string dedent(const std::string& body) {
-  auto lines = split_lines(body);
-  size_t common = std::numeric_limits<size_t>::max();
-  for (auto line : lines) {
-    if (trim(line).empty())
-      continue;
-    size_t spaces = 0;
-    while (spaces < line.size()
-           && (line[spaces] == ' ' || line[spaces] == '\t'))
-      ++spaces;
-    common = std::min(common, spaces);
-  }
-  size_t first = 0;
-  size_t last = lines.size();
-  while (first < last && trim(lines[first]).empty())
-    ++first;
-  while (last > first && trim(lines[last - 1]).empty())
-    --last;
-  std::string out;
-  for (size_t i = first; i < last; ++i) {
-    auto line = lines[i];
-    line.remove_prefix(std::min(common, line.size()));
-    if (i > first)
-      out += '\n';
-    out += line;
-  }
-  return out;
-}
-
 /// The line of a task's field, or the task's own line when absent.
 size_t line_of(const raw_task& task, const char* key) {
   auto found = task.fields.find(key);

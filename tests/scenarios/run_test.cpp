@@ -57,6 +57,24 @@ CAF_TEST(a diamond of dependencies merges in order) {
   CAF_CHECK_EQUAL(git_ok(s.root, {"status", "--porcelain"}), "");
 }
 
+CAF_TEST(a command written as a block runs whole) {
+  scenario s;
+  s.tasks("- [ ] Script\n  - files: out/\n"
+          "  - run: |\n"
+          "      mkdir -p out\n"
+          "      for n in 1 2 3; do\n"
+          "        echo \"line $n\" >> out/lines.txt\n"
+          "      done\n"
+          "  - verify: |\n"
+          "      test \"$(wc -l < out/lines.txt)\" -eq 3\n"
+          "      grep -q 'line 3' out/lines.txt\n");
+  auto r = s.tf({"run", "TASKS.md"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK_EQUAL(state_of(s, "t1"), "done");
+  CAF_CHECK_EQUAL(read_file(s.root / "out/lines.txt"),
+                  "line 1\nline 2\nline 3\n");
+}
+
 CAF_TEST(two tasks sharing a file never overlap) {
   scenario s;
   s.tasks("- [ ] One\n  - files: shared.txt, one.txt\n"

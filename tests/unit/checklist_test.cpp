@@ -411,3 +411,41 @@ CAF_TEST(checklist tasks before and after a headings task stay tasks) {
   CAF_CHECK(plain.warnings.empty());
   CAF_CHECK_EQUAL(plain.tasks.size(), 1u);
 }
+
+CAF_TEST(run and verify take an indented block as a multi - line command) {
+  auto r = read("- [ ] Write two files\n"
+                "  - files: a.txt, b.txt\n"
+                "  - run: |\n"
+                "      printf 'one\\n' > a.txt\n"
+                "\n"
+                "      if [ -f a.txt ]; then\n"
+                "        printf 'two\\n' > b.txt\n"
+                "      fi\n"
+                "  - verify: |\n"
+                "      test -f a.txt\n"
+                "      test -f b.txt\n"
+                "  - priority: 2\n"
+                "- [ ] Next\n"
+                "  - run: echo next\n");
+  CAF_REQUIRE_EQUAL(errors_of(r), "");
+  CAF_REQUIRE_EQUAL(r.tasks.size(), 2u);
+  CAF_CHECK_EQUAL(*r.tasks[0].run, "printf 'one\\n' > a.txt\n"
+                                   "\n"
+                                   "if [ -f a.txt ]; then\n"
+                                   "  printf 'two\\n' > b.txt\n"
+                                   "fi");
+  CAF_CHECK_EQUAL(*r.tasks[0].verify, "test -f a.txt\ntest -f b.txt");
+  CAF_CHECK_EQUAL(r.tasks[0].priority, 2);
+  CAF_CHECK_EQUAL(*r.tasks[1].run, "echo next");
+}
+
+CAF_TEST(a block with nothing under it is an error at its line) {
+  auto r = read("- [ ] Nothing to run\n"
+                "  - run: |\n"
+                "  - verify: |\n"
+                "- [ ] Other\n"
+                "  - run: echo ok\n");
+  CAF_CHECK(has_error(r, 2, "run: \"|\" needs the command on the lines below"));
+  CAF_CHECK(has_error(r, 3, "verify: \"|\" needs the command"));
+  CAF_CHECK_EQUAL(r.errors.size(), 2u);
+}

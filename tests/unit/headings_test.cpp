@@ -173,3 +173,23 @@ CAF_TEST(ordinary numbered headings are not tasks) {
   CAF_REQUIRE_EQUAL(r.tasks.size(), 1u);
   CAF_CHECK_EQUAL(r.tasks[0].id, "2");
 }
+
+CAF_TEST(run and verify labels take an indented block) {
+  auto r = read("### 1. [ ] Build\n"
+                "- **Files:** out/\n"
+                "- **Run:** |\n"
+                "    mkdir -p out\n"
+                "    echo built > out/x\n"
+                "- **Verify:** |\n"
+                "- **Risk:** low\n");
+  CAF_CHECK(has_error(r, 6, "Verify") || has_error(r, 6, "verify: \"|\""));
+  auto ok = read("### 1. [ ] Build\n"
+                 "- **Files:** out/\n"
+                 "- **Run:** |\n"
+                 "    mkdir -p out\n"
+                 "    echo built > out/x\n"
+                 "- **Risk:** low\n");
+  CAF_REQUIRE(ok.errors.empty());
+  CAF_CHECK_EQUAL(*ok.tasks[0].run, "mkdir -p out\necho built > out/x");
+  CAF_CHECK_EQUAL(*ok.tasks[0].risk, "low");
+}

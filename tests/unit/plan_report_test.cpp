@@ -79,3 +79,26 @@ CAF_TEST(the table fits narrow widths and keeps ids whole) {
   CAF_CHECK(text.find("first-task ") != std::string::npos);
   CAF_CHECK(text.find("waves:\n  1: first-task\n") != std::string::npos);
 }
+
+CAF_TEST(the table shows each command and a block by its first line) {
+  auto plan = plan_of("- [ ] One\n"
+                      "  files: a\n"
+                      "  run: echo one > a\n"
+                      "- [ ] Two\n"
+                      "  files: b\n"
+                      "  run: |\n"
+                      "    echo two > b\n"
+                      "    echo more >> b\n"
+                      "  verify: grep -q two b\n"
+                      "- [ ] Three\n"
+                      "  files: c\n");
+  CAF_REQUIRE(plan.graph);
+  auto text = plan::plan_text(plan, 200);
+  CAF_CHECK(text.find("RUN") != std::string::npos);
+  CAF_CHECK(text.find("echo one > a") != std::string::npos);
+  CAF_CHECK(text.find("echo two > b (+1 line)") != std::string::npos);
+  CAF_CHECK(text.find("echo more") == std::string::npos);
+  CAF_CHECK(text.find("grep -q two b") != std::string::npos);
+  auto doc = json::parse(plan::plan_json(plan));
+  CAF_CHECK_EQUAL(doc["tasks"][1]["run"], "echo two > b\necho more >> b");
+}
