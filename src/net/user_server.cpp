@@ -17,6 +17,8 @@
 #include <system_error>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "src/net/endpoint.hpp"
 #include "src/net/line_channel.hpp"
 #include "src/proc/spawn.hpp"
@@ -185,6 +187,45 @@ int connect_or_start(const user_server_options& opts, const fs::path& dir,
   }
 }
 
+/// The "id" of request line `line` ("null" when it has none).
+std::string id_of(const std::string& line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  return j.is_object() && j.contains("id") ? j["id"].dump() : "null";
+}
+
+/// Sends the give-up line on `channel` and reads up to its response (the
+/// response it gave up on may come first); false when that failed.
+bool give_up_on(line_channel& channel, const user_server_options& opts,
+                steady::time_point until) {
+  auto id = id_of(opts.give_up_line);
+  try {
+    channel.send_line(opts.give_up_line, until);
+    for (;;)
+      if (id_of(channel.read_response(until)) == id)
+        return true;
+  } catch (const endpoint_error&) {
+    return false;
+  }
+}
+
+/// The waiting request timed out: gives back what it may have been granted
+/// (see user_server_options::give_up_line), on the same connection or, when
+/// that broke, on a fresh one (a server that closed it cancelled the wait,
+/// but a grant that came first outlives the connection).
+void give_up(line_channel& channel, const user_server_options& opts,
+             const fs::path& dir) {
+  auto until = steady::now() + opts.give_up_patience;
+  if (give_up_on(channel, opts, until))
+    return;
+  int err = 0;
+  std::string why;
+  int fd = connect_unix(user_socket(dir), err, why);
+  if (fd < 0)
+    return; // no server: nothing is held
+  line_channel fresh{fd, user_socket(dir).string()};
+  give_up_on(fresh, opts, until);
+}
+
 } // namespace
 
 fs::path user_runtime_dir() {
@@ -302,6 +343,8 @@ std::string user_request(const user_server_options& opts,
       channel.send_line(request_line, deadline);
       return channel.read_response(deadline);
     } catch (const endpoint_error& e) {
+      if (e.code() == endpoint_errc::timeout && !opts.give_up_line.empty())
+        give_up(channel, opts, dir);
       // A server that was exiting as we came closes without a word: once,
       // ask again (a new server starts).
       if (e.code() != endpoint_errc::broken || attempt > 0)

@@ -69,13 +69,23 @@ struct user_server_options {
   /// The program started as `PROGRAM serve --user`; empty = this process's
   /// own executable.
   std::string program;
+  /// When not empty: the request line sent when no response came by the
+  /// deadline (a `release` of the holder an `acquire` waits for), on the
+  /// same connection, so that a grant racing the give-up is given back
+  /// (or the wait cancelled) before the caller says it gave up; on a fresh
+  /// connection when that one broke. Its response is awaited at most
+  /// `give_up_patience`; the timeout is thrown as ever.
+  std::string give_up_line;
+  /// How long the give-up request may take.
+  std::chrono::milliseconds give_up_patience{5000};
 };
 
 /// Sends one request line to the per-user server and returns its response
 /// line (events on the way are skipped), all before `deadline`; starts the
 /// server when none answers (and `opts.start`). A connection the server
 /// closes before answering anything (it was just exiting) is retried once
-/// on a fresh server. Throws endpoint_error: no_server (none runs and
+/// on a fresh server. On a timeout, `opts.give_up_line` is sent first (see
+/// above). Throws endpoint_error: no_server (none runs and
 /// starting was not asked for, or a server could not be started: the
 /// message quotes its log), bad_file (the folder is not private), timeout,
 /// broken.
