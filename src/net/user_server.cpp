@@ -47,54 +47,6 @@ std::optional<fs::path> absolute_env(const char* name) {
   return fs::path{v};
 }
 
-/// Fills `addr` for `path`; false when the path is too long for a socket.
-bool socket_address(const fs::path& path, sockaddr_un& addr) {
-  addr = sockaddr_un{};
-  addr.sun_family = AF_UNIX;
-  auto text = path.string();
-  if (text.size() >= sizeof addr.sun_path)
-    return false;
-  std::memcpy(addr.sun_path, text.c_str(), text.size() + 1);
-  return true;
-}
-
-std::string too_long(const fs::path& path) {
-  return "the socket path " + path.string() + " is too long ("
-         + std::to_string(path.string().size()) + " bytes, at most "
-         + std::to_string(sizeof(sockaddr_un::sun_path) - 1)
-         + "); point XDG_RUNTIME_DIR at a shorter folder";
-}
-
-/// Connects to the socket at `path`; -1 with `err` (an errno) and `why`
-/// set when nothing accepts there.
-int connect_unix(const fs::path& path, int& err, std::string& why) {
-  sockaddr_un addr;
-  if (!socket_address(path, addr)) {
-    err = ENAMETOOLONG;
-    why = too_long(path);
-    return -1;
-  }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    err = errno;
-    why = std::strerror(err);
-    return -1;
-  }
-  int rc;
-  do {
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    err = errno;
-    why = std::strerror(err);
-    ::close(fd);
-    return -1;
-  }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  err = 0;
-  return fd;
-}
-
 /// The last lines of the server's log, for an error message ("" if none).
 std::string log_tail(const fs::path& dir) {
   auto text = read_file(user_log(dir));
@@ -300,35 +252,6 @@ int try_lock(const fs::path& lock_file) {
     return -1;
   }
   return fd;
-}
-
-int listen_unix(const fs::path& path) {
-  sockaddr_un addr;
-  if (!socket_address(path, addr))
-    throw std::runtime_error(too_long(path));
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    throw std::runtime_error("cannot remove the old socket " + path.string()
-                             + ": " + std::strerror(errno));
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    throw std::runtime_error(std::string{"cannot create a socket: "}
-                             + std::strerror(errno));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 128) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw std::runtime_error("cannot listen on " + path.string() + ": "
-                             + std::strerror(err));
-  }
-  return fd;
-}
-
-bool peer_is_same_user(int fd) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-    return false;
-  return cred.uid == ::getuid();
 }
 
 std::string user_request(const user_server_options& opts,

@@ -24,6 +24,8 @@
 #include <filesystem>
 #include <string>
 
+#include "src/net/unix_socket.hpp"
+
 namespace taskforce::net {
 
 /// The per-user server's folder (see above); not created.
@@ -54,13 +56,8 @@ void prepare_private_dir(const std::filesystem::path& dir);
 /// Throws std::system_error when the lock file cannot be opened.
 int try_lock(const std::filesystem::path& lock_file);
 
-/// Server side: binds a Unix socket at `path` (removing a stale one first:
-/// call it only while holding the lock), mode 0600, and listens. Returns the
-/// descriptor (close-on-exec, non-blocking). Throws std::runtime_error.
-int listen_unix(const std::filesystem::path& path);
-
-/// Whether the peer of the connected Unix socket `fd` runs as this user.
-bool peer_is_same_user(int fd);
+// Server side: net::listen_unix (src/net/unix_socket.hpp) binds the socket,
+// while holding the lock; net::peer_is_same_user checks each connection.
 
 /// How a client reaches the per-user server.
 struct user_server_options {
