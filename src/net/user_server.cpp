@@ -183,7 +183,20 @@ void give_up(line_channel& channel, const user_server_options& opts,
 fs::path user_runtime_dir() {
   if (auto xdg = absolute_env("XDG_RUNTIME_DIR"))
     return *xdg / "taskforce";
-  return fs::path{"/tmp"} / ("taskforce-" + std::to_string(::getuid()));
+  auto shared = fs::path{"/tmp"} / ("taskforce-" + std::to_string(::getuid()));
+  // Anyone may create that name in /tmp first: a folder there that is not
+  // this user's private one is passed over for one in the user's cache.
+  ::mkdir(shared.c_str(), 0700);
+  struct stat st;
+  bool ours = ::lstat(shared.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
+              && st.st_uid == ::getuid() && (st.st_mode & 077) == 0;
+  if (ours)
+    return shared;
+  if (auto cache = absolute_env("XDG_CACHE_HOME"))
+    return *cache / "taskforce" / "run";
+  if (auto home = absolute_env("HOME"))
+    return *home / ".cache" / "taskforce" / "run";
+  return shared; // nowhere else: prepare_private_dir says why it is refused
 }
 
 fs::path user_config_file() {

@@ -5,7 +5,10 @@
 //
 // Where it lives: a folder only its user may enter (mode 0700, owned by the
 // user, not a symlink), `$XDG_RUNTIME_DIR/taskforce/` when XDG_RUNTIME_DIR
-// is an absolute path, else `/tmp/taskforce-<uid>/`. In it:
+// is an absolute path, else `/tmp/taskforce-<uid>/`; when another user took
+// that name first (or made it a link, or opened it to others),
+// `$XDG_CACHE_HOME/taskforce/run/` (by default `~/.cache/taskforce/run/`).
+// In it:
 //
 //   pool.sock    the socket (JSON lines, the same protocol as stdio/TCP)
 //   server.lock  held (flock) by the one server that owns the socket
@@ -28,7 +31,8 @@
 
 namespace taskforce::net {
 
-/// The per-user server's folder (see above); not created.
+/// The per-user server's folder (see above); `/tmp/taskforce-<uid>` is
+/// created when it is the one, so that the name is taken.
 std::filesystem::path user_runtime_dir();
 
 /// The per-user server's config file: `$XDG_CONFIG_HOME/taskforce/
