@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -76,8 +77,10 @@ std::string read_stdin() {
       return text;
     text.append(chunk, static_cast<size_t>(n));
     if (text.size() > max_event_bytes)
-      throw usage_error("the hook event is larger than "
-                        + std::to_string(max_event_bytes) + " bytes");
+      // Not a usage error: Claude Code takes exit 2 as a blocking one.
+      throw std::invalid_argument("the hook event is larger than "
+                                  + std::to_string(max_event_bytes)
+                                  + " bytes");
   }
 }
 

@@ -323,6 +323,22 @@ CAF_TEST(a permit granted just as the hook gives up is released) {
   CAF_CHECK_EQUAL(released, 1);
 }
 
+CAF_TEST(an event over the size limit exits 1 not 2) {
+  // Exit 2 would be a blocking error to Claude Code.
+  auto r = w.run({"hook", "claude-code"}, std::string((64 << 20) + 10, ' '));
+  CAF_CHECK_EQUAL(r.code, 1);
+  CAF_CHECK(r.err.find("larger than") != std::string::npos);
+}
+
+CAF_TEST(a wait of up to 2 to the 53 minus 1 is taken) {
+  auto r = w.run({"acquire", "--session", "s", "--holder", "long", "--timeout",
+                  "9007199254740991"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  auto over = w.run({"acquire", "--session", "s", "--holder", "longer",
+                     "--timeout", "9007199254740992"});
+  CAF_CHECK_EQUAL(over.code, 2);
+}
+
 CAF_TEST(session end releases everything the session holds and awaits) {
   CAF_REQUIRE(admitted(w.hook(pre("toolu_e1"))));
   CAF_CHECK(admitted(w.hook(post_launched("toolu_e1", "ae1"))));
