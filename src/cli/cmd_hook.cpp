@@ -79,8 +79,7 @@ std::string read_stdin() {
     if (text.size() > max_event_bytes)
       // Not a usage error: Claude Code takes exit 2 as a blocking one.
       throw std::invalid_argument("the hook event is larger than "
-                                  + std::to_string(max_event_bytes)
-                                  + " bytes");
+                                  + std::to_string(max_event_bytes) + " bytes");
   }
 }
 
