@@ -134,7 +134,7 @@ endpoint_info read_endpoint_file(const fs::path& path) {
                          "no server runs (no " + path.string() + ")");
   if (auto problem = private_file_problem(path); !problem.empty())
     throw endpoint_error(endpoint_errc::bad_file,
-                         "refusing to use the token in " + problem);
+                         "refusing to use the token: " + problem);
   auto text = read_file(path);
   if (!text)
     throw endpoint_error(endpoint_errc::bad_file, "cannot read " + path.string()

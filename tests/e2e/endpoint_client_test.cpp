@@ -134,6 +134,7 @@ CAF_TEST(a file others may read is refused before anything is sent) {
                   }),
                   code(net::endpoint_errc::bad_file));
   CAF_CHECK(last_message.find("open to others") != std::string::npos);
+  CAF_CHECK(last_message.find("refusing to use the token: /") == 0);
 }
 
 CAF_TEST(a wrong token is unauthorized) {
