@@ -1,8 +1,6 @@
 #include "actors/control.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -10,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -19,7 +18,9 @@
 #include <spdlog/spdlog.h>
 
 #include "src/net/secret.hpp"
+#include "src/net/unix_socket.hpp"
 #include "src/run/control_wire.hpp"
+#include "src/time/duration.hpp"
 
 namespace fs = std::filesystem;
 
@@ -284,44 +285,22 @@ control_actor spawn_control(caf::actor_system& sys, control_setup setup) {
 
 namespace {
 
+using steady = std::chrono::steady_clock;
+
 /// How long a connection may take to send its request line.
-constexpr int read_deadline_ms = 2000;
+constexpr auto read_deadline = std::chrono::milliseconds(2000);
 
-/// Connections served at once; more are turned away.
-constexpr size_t max_connections = 16;
+/// Requests being carried out at once; more are answered "busy".
+constexpr size_t max_serving = 16;
 
-/// Reads one line (without its newline) within the deadline; false when
-/// the peer sent none, too much, or took too long.
-bool read_line(int fd, std::string& line) {
-  auto deadline = std::chrono::steady_clock::now()
-                  + std::chrono::milliseconds(read_deadline_ms);
-  char buf[4096];
-  for (;;) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                  deadline - std::chrono::steady_clock::now())
-                  .count();
-    if (left <= 0)
-      return false;
-    pollfd pfd{fd, POLLIN, 0};
-    int r = ::poll(&pfd, 1, static_cast<int>(left));
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return false;
-    auto n = ::recv(fd, buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return false;
-    for (ssize_t i = 0; i < n; ++i) {
-      if (buf[i] == '\n')
-        return true;
-      line += buf[i];
-    }
-    if (line.size() > run::max_control_line)
-      return false;
-  }
-}
+/// Connections that have not sent their request line yet; past this, the
+/// one that waited longest is dropped to make room for the newest.
+constexpr size_t max_waiting = 64;
+
+/// How long accepting pauses when the process is out of descriptors and no
+/// waiting connection can be dropped (else poll would report the pending
+/// connection again at once, for ever).
+constexpr auto out_of_descriptors_pause = std::chrono::milliseconds(100);
 
 void write_all(int fd, const std::string& text) {
   size_t off = 0;
@@ -335,15 +314,56 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
+/// A connection accepted and not yet carrying a whole request line.
+struct waiting_connection {
+  int fd;
+  /// What it sent so far.
+  std::string line;
+  steady::time_point since;
+};
+
+/// Reads what `w` sent; true when its line is whole (then without its
+/// newline in `w.line`), false while more is to come or, with `gone` set,
+/// when the peer closed or sent too much.
+bool read_some(waiting_connection& w, bool& gone) {
+  char buf[4096];
+  for (;;) {
+    auto n = ::recv(w.fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+      return false;
+    if (n <= 0) {
+      gone = true;
+      return false;
+    }
+    std::string_view chunk{buf, static_cast<size_t>(n)};
+    auto nl = chunk.find('\n');
+    w.line.append(chunk.substr(0, nl));
+    if (w.line.size() > run::max_control_line) {
+      gone = true;
+      return false;
+    }
+    if (nl != std::string_view::npos)
+      return true;
+  }
+}
+
 } // namespace
 
+// One thread accepts and reads request lines for every connection at once
+// (non-blocking), so connections that say nothing hold no thread and no
+// slot: they are dropped after read_deadline, or when more than max_waiting
+// wait (the oldest first). Only a whole request line takes one of the
+// max_serving threads that carry requests out. A connection of another
+// user is closed unread (the socket's mode keeps them out already).
 struct control_endpoint::impl {
   caf::actor_system& sys;
   control_actor control;
   fs::path file;
+  fs::path socket;
   int listen_fd = -1;
   int wake[2] = {-1, -1};
-  uint16_t port = 0;
   std::thread acceptor;
   std::mutex mtx;
   /// Connections being served (or served and not joined yet).
@@ -370,65 +390,137 @@ struct control_endpoint::impl {
 
   impl(caf::actor_system& s, control_actor c) : sys(s), control(std::move(c)) {}
 
-  void serve(int fd) {
-    std::string line;
-    if (read_line(fd, line)) {
-      caf::scoped_actor self{sys};
-      std::string reply;
-      self
-        ->request(control, std::chrono::seconds(30), steer_atom::value,
-                  std::move(line))
-        .receive(
-          [&](std::string& r) {
-            reply = std::move(r);
-          },
-          [&](caf::error& err) {
-            reply = run::encode_verdict(run::control_answer::failed,
-                                        "the driver could not answer: "
-                                          + sys.render(err));
-          });
-      write_all(fd, reply);
-    } else {
-      write_all(fd, run::encode_verdict(run::control_answer::failed,
-                                        "no request line within "
-                                          + std::to_string(read_deadline_ms)
-                                          + " ms, or one too long"));
-    }
+  void serve(int fd, std::string line) {
+    caf::scoped_actor self{sys};
+    std::string reply;
+    self
+      ->request(control, std::chrono::seconds(30), steer_atom::value,
+                std::move(line))
+      .receive(
+        [&](std::string& r) {
+          reply = std::move(r);
+        },
+        [&](caf::error& err) {
+          reply = run::encode_verdict(run::control_answer::failed,
+                                      "the driver could not answer: "
+                                        + sys.render(err));
+        });
+    write_all(fd, reply);
     ::close(fd);
   }
 
-  void accept_loop() {
+  /// Hands a whole request line to a thread of its own.
+  void dispatch(int fd, std::string line) {
+    // The verdict is written with blocking sends.
+    ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    std::lock_guard<std::mutex> guard{mtx};
+    if (reap() >= max_serving) {
+      // Commands come from people: this many at once is a script's flood.
+      write_all(fd, run::encode_verdict(run::control_answer::failed,
+                                        "the driver is busy; try again"));
+      ::close(fd);
+      return;
+    }
+    auto done = std::make_shared<std::atomic<bool>>(false);
+    connections.push_back(
+      {std::thread([this, fd, done, line = std::move(line)]() mutable {
+         serve(fd, std::move(line));
+         done->store(true);
+       }),
+       done});
+  }
+
+  static void drop(waiting_connection& w, const std::string& why) {
+    if (!why.empty())
+      write_all(w.fd, run::encode_verdict(run::control_answer::failed, why));
+    ::close(w.fd);
+  }
+
+  /// Takes the connections waiting to be accepted; false when out of
+  /// descriptors with none to give up (the caller pauses accepting).
+  bool accept_all(std::deque<waiting_connection>& waiting) {
     for (;;) {
-      pollfd pfds[2] = {{listen_fd, POLLIN, 0}, {wake[0], POLLIN, 0}};
-      int r = ::poll(pfds, 2, -1);
+      int fd
+        = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) {
+        if (errno == EINTR)
+          continue;
+        if (errno != EMFILE && errno != ENFILE)
+          return true; // EAGAIN: all taken; anything else: try later
+        if (waiting.empty())
+          return false;
+        drop(waiting.front(), {});
+        waiting.pop_front();
+        continue;
+      }
+      if (!net::peer_is_same_user(fd)) {
+        spdlog::warn("control endpoint: refused a connection of another user");
+        ::close(fd);
+        continue;
+      }
+      if (waiting.size() >= max_waiting) {
+        drop(waiting.front(), "dropped: too many connections sent nothing");
+        waiting.pop_front();
+      }
+      waiting.push_back({fd, {}, steady::now()});
+    }
+  }
+
+  void accept_loop() {
+    std::deque<waiting_connection> waiting;
+    auto paused_until = steady::time_point::min();
+    for (;;) {
+      auto now = steady::now();
+      while (!waiting.empty() && now - waiting.front().since >= read_deadline) {
+        drop(waiting.front(), "no request line within "
+                                + std::to_string(read_deadline.count())
+                                + " ms");
+        waiting.pop_front();
+      }
+      std::vector<pollfd> pfds{{wake[0], POLLIN, 0}};
+      bool accepting = now >= paused_until;
+      pfds.push_back({accepting ? listen_fd : -1, POLLIN, 0});
+      for (auto& w : waiting)
+        pfds.push_back({w.fd, POLLIN, 0});
+      auto next = steady::time_point::max();
+      if (!waiting.empty())
+        next = waiting.front().since + read_deadline;
+      if (!accepting)
+        next = std::min(next, paused_until);
+      int timeout
+        = next == steady::time_point::max() ? -1 : poll_timeout_ms(next - now);
+      int r = ::poll(pfds.data(), pfds.size(), timeout);
       if (r < 0 && errno == EINTR)
         continue;
-      if (r < 0 || (pfds[1].revents & (POLLIN | POLLHUP)) != 0)
-        return;
-      if ((pfds[0].revents & POLLIN) == 0)
-        continue;
-      int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
-      if (fd < 0)
-        continue;
-      std::lock_guard<std::mutex> guard{mtx};
-      if (stopped) {
-        ::close(fd);
-        return;
+      if (r < 0 || (pfds[0].revents & (POLLIN | POLLHUP)) != 0)
+        break;
+      // Lines first (they come from people waiting for an answer), then
+      // new connections.
+      std::deque<waiting_connection> still;
+      for (size_t i = 0; i < waiting.size(); ++i) {
+        auto& w = waiting[i];
+        if (pfds[i + 2].revents == 0) {
+          still.push_back(std::move(w));
+          continue;
+        }
+        bool gone = false;
+        if (read_some(w, gone))
+          dispatch(w.fd, std::move(w.line));
+        else if (gone)
+          drop(w, "no request line, or one too long");
+        else
+          still.push_back(std::move(w));
       }
-      if (reap() >= max_connections) {
-        // Commands come from people: this many at once is somebody else.
-        write_all(fd, run::encode_verdict(run::control_answer::failed,
-                                          "the driver is busy; try again"));
-        ::close(fd);
-        continue;
+      waiting.swap(still);
+      if ((pfds[1].revents & POLLIN) != 0 && !accept_all(waiting)) {
+        spdlog::warn("control endpoint: out of file descriptors; accepting "
+                     "again in {} ms",
+                     out_of_descriptors_pause.count());
+        paused_until = steady::now() + out_of_descriptors_pause;
       }
-      auto done = std::make_shared<std::atomic<bool>>(false);
-      connections.push_back({std::thread([this, fd, done] {
-                               serve(fd);
-                               done->store(true);
-                             }),
-                             done});
     }
+    for (auto& w : waiting)
+      ::close(w.fd);
   }
 };
 
@@ -438,32 +530,21 @@ control_endpoint::control_endpoint(caf::actor_system& sys,
                                    const std::string& run_id)
   : impl_(std::make_unique<impl>(sys, std::move(control))) {
   auto& m = *impl_;
-  m.listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (m.listen_fd < 0)
-    throw std::runtime_error(std::string{"cannot open the control socket: "}
-                             + std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(m.listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::listen(m.listen_fd, 16) != 0
-      || ::getsockname(m.listen_fd, reinterpret_cast<sockaddr*>(&addr), &len)
-           != 0
-      || ::pipe2(m.wake, O_CLOEXEC) != 0) {
+  // The run lock is held: a socket left there is a killed driver's.
+  m.socket = run::driver_socket(root);
+  m.listen_fd = net::listen_unix(m.socket);
+  if (::pipe2(m.wake, O_CLOEXEC) != 0) {
     auto why = std::strerror(errno);
     ::close(m.listen_fd);
-    throw std::runtime_error(
-      std::string{"cannot listen on the loopback interface: "} + why);
+    throw std::runtime_error(std::string{"cannot open the control endpoint: "}
+                             + why);
   }
-  m.port = ntohs(addr.sin_port);
   m.acceptor = std::thread([&m] {
     m.accept_loop();
   });
   m.file = run::driver_file(root);
-  run::driver_info info{m.port, token, static_cast<int64_t>(::getpid()),
-                        run_id};
+  run::driver_info info{m.socket.string(), token,
+                        static_cast<int64_t>(::getpid()), run_id};
   try {
     run::write_driver_file(m.file, info);
   } catch (...) {
@@ -476,8 +557,8 @@ control_endpoint::~control_endpoint() {
   stop();
 }
 
-uint16_t control_endpoint::port() const {
-  return impl_->port;
+const fs::path& control_endpoint::socket() const {
+  return impl_->socket;
 }
 
 void control_endpoint::stop() {
@@ -493,9 +574,10 @@ void control_endpoint::stop() {
   if (!m.file.empty()) {
     // Only our own file: a later driver may have written its own.
     auto info = run::read_driver_file(m.file);
-    if (info && info->port == m.port && info->pid == ::getpid()) {
+    if (info && info->socket == m.socket.string() && info->pid == ::getpid()) {
       std::error_code ec;
       fs::remove(m.file, ec);
+      fs::remove(m.socket, ec);
     }
   }
   if (m.wake[1] >= 0) {

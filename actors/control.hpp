@@ -2,9 +2,9 @@
 // `answer`, `send`, `broadcast` and `add` reach a live run from another
 // terminal.
 //
-//   taskforce approve t2 ──TCP 127.0.0.1:<port>──▶ listener (own thread:
-//   (control_client)         one JSON line each way     accept, read a
-//                                                       bounded line)
+//   taskforce approve t2 ──.taskforce/driver.sock──▶ listener (own thread:
+//   (control_client)         one JSON line each way     accept, read
+//                                                       bounded lines)
 //                                                         │ steer_atom
 //                                                         ▼
 //                         orchestrator ◀── approve / reject / answer / add
@@ -13,8 +13,10 @@
 //
 // The control actor checks the token and the run, routes the request and
 // answers the verdict once the orchestrator (or the mailbox) made the
-// change durable. The listener writes `.taskforce/driver.json` (port and
-// token, 0600) once it listens and removes it when it stops.
+// change durable. The listener writes `.taskforce/driver.json` (socket,
+// pid and token, 0600) once it listens and removes it when it stops. It
+// serves only its own user (SO_PEERCRED), and connections that send
+// nothing never keep a request from being served.
 #pragma once
 
 #include <chrono>
@@ -59,8 +61,9 @@ control_actor spawn_control(caf::actor_system& sys, control_setup setup);
 /// A listening endpoint; stops (and removes driver.json) on destruction.
 class control_endpoint {
  public:
-  /// Listens on 127.0.0.1 (a free port), then writes driver.json of `root`
-  /// naming the port and `token`. Throws std::runtime_error when it cannot.
+  /// Listens on `root`'s .taskforce/driver.sock, then writes driver.json of
+  /// `root` naming it, this process and `token`. Throws std::runtime_error
+  /// when it cannot.
   control_endpoint(caf::actor_system& sys, control_actor control,
                    const std::filesystem::path& root, const std::string& token,
                    const std::string& run_id);
@@ -68,11 +71,11 @@ class control_endpoint {
   control_endpoint(const control_endpoint&) = delete;
   control_endpoint& operator=(const control_endpoint&) = delete;
 
-  /// The port it listens on.
-  uint16_t port() const;
+  /// The socket it listens on.
+  const std::filesystem::path& socket() const;
 
   /// Stops listening, waits for the connections being served and removes
-  /// driver.json (idempotent).
+  /// driver.json and the socket (idempotent).
   void stop();
 
  private:

@@ -1,10 +1,18 @@
 #include "actors/tcp_transport.hpp"
 
-#include <algorithm>
-#include <chrono>
-#include <stdexcept>
-
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <stdexcept>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -13,7 +21,9 @@
 #include "actors/log_handlers.hpp"
 #include "messages/interfaces.hpp"
 #include "src/net/hello_gate.hpp"
+#include "src/net/hello_limiter.hpp"
 #include "src/net/listen_address.hpp"
+#include "src/time/duration.hpp"
 
 namespace taskforce {
 
@@ -28,9 +38,20 @@ constexpr size_t read_chunk = 64 * 1024;
 /// server from exiting.
 constexpr auto close_linger = std::chrono::seconds(2);
 
-/// How long a new connection may take to present its token; one that says
-/// nothing (or too little) is closed after this.
-constexpr auto hello_deadline = std::chrono::seconds(10);
+/// How often the acceptor closes connections whose time for a hello is up
+/// (net::hello_limits: 10 s, 1 s under pressure).
+constexpr auto hello_sweep = std::chrono::milliseconds(250);
+
+/// How long accepting pauses when the process is out of descriptors.
+constexpr auto out_of_descriptors_pause = std::chrono::milliseconds(100);
+
+/// How many waiting connections are closed when the process is out of
+/// descriptors.
+constexpr size_t out_of_descriptors_room = 16;
+
+/// Connections accepted in one go before the accept loop looks at its wake
+/// pipe again.
+constexpr int accept_batch = 64;
 
 // One connection: the socket is read one chunk at a time, and read again
 // only once the bridge answered `ok` for the last one (it withholds that
@@ -46,7 +67,7 @@ constexpr auto hello_deadline = std::chrono::seconds(10);
 caf::behavior tcp_connection(caf::io::broker* self,
                              caf::io::connection_handle hdl,
                              bridge_factory make_bridge, tcp_gate gate,
-                             caf::actor acceptor) {
+                             caf::actor acceptor, uint64_t id) {
   log_instead_of_printing(self);
   self->configure_read(hdl, caf::io::receive_policy::at_most(read_chunk));
   self->ack_writes(hdl, true);
@@ -61,6 +82,15 @@ caf::behavior tcp_connection(caf::io::broker* self,
   // Output handed to CAF and not yet written to the socket.
   auto unsent = std::make_shared<uint64_t>(0);
   auto closing = std::make_shared<bool>(false);
+  // Tells the acceptor once that this connection no longer waits for its
+  // hello (admitted, refused or gone).
+  auto settled = std::make_shared<bool>(false);
+  auto settle = [=] {
+    if (!*settled) {
+      *settled = true;
+      self->send(acceptor, caf::ok_atom::value, id);
+    }
+  };
   // Closes once the output is out, or after close_linger by shutting the
   // socket down (CAF's own close waits for the output forever).
   auto close = [=] {
@@ -103,6 +133,7 @@ caf::behavior tcp_connection(caf::io::broker* self,
                      ? net::hello_verdict{false, net::hello_too_long(gate.hint)}
                      : net::check_hello(std::string_view{*early}.substr(0, nl),
                                         gate.token, gate.hint);
+    settle();
     if (!verdict.admitted) {
       spdlog::warn("connection from {}: refused (no hello with the token)",
                    peer);
@@ -116,7 +147,6 @@ caf::behavior tcp_connection(caf::io::broker* self,
     to_bridge(std::move(*early));
     early->clear();
   };
-  self->delayed_send(self, hello_deadline, hello_atom_v);
   // A bridge that is gone (server shutdown) closes the socket; so does the
   // server's stop for a connection that has no bridge yet.
   self->monitor(acceptor);
@@ -141,11 +171,12 @@ caf::behavior tcp_connection(caf::io::broker* self,
       self->trigger(hdl, 1);
     },
     [=](hello_atom) {
+      // From the acceptor: this connection's time for a hello is up.
       if (*bridge || *closing)
         return;
-      spdlog::warn("connection from {}: no hello with the token within {} s; "
+      spdlog::warn("connection from {}: no hello with the token in time; "
                    "closing it",
-                   peer, hello_deadline.count());
+                   peer);
       early->clear();
       write(net::hello_too_slow(gate.hint));
       close();
@@ -162,6 +193,7 @@ caf::behavior tcp_connection(caf::io::broker* self,
     },
     [=](const caf::io::connection_closed_msg&) {
       spdlog::info("connection from {} closed", peer);
+      settle();
       // The bridge releases what the connection holds, then finishes.
       if (*bridge)
         self->send(*bridge, caf::close_atom::value);
@@ -183,25 +215,125 @@ caf::behavior tcp_connection(caf::io::broker* self,
   };
 }
 
+// The acceptor: takes each socket the accept loop hands it, as a
+// connection broker of its own, and keeps the connections that have not
+// said hello within net::hello_limiter's bounds, closing the ones it says.
 caf::behavior tcp_acceptor(caf::io::broker* self, bridge_factory make_bridge,
-                           tcp_gate gate) {
+                           tcp_gate gate, int wake_fd,
+                           net::hello_limits limits) {
   log_instead_of_printing(self);
+  auto limiter = std::make_shared<net::hello_limiter>(limits);
+  // The connections waiting for their hello, with their descriptors.
+  struct waiter {
+    caf::actor broker;
+    int fd;
+  };
+  auto waiting = std::make_shared<std::map<uint64_t, waiter>>();
+  // Whether a waiting connection has bytes not read yet (its hello).
+  auto sent = [waiting](uint64_t id) {
+    auto i = waiting->find(id);
+    char c;
+    return i != waiting->end()
+           && ::recv(i->second.fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) > 0;
+  };
+  // When the acceptor ends, so does the loop that accepts for it.
+  self->attach_functor([wake_fd] {
+    char c = 0;
+    [[maybe_unused]] auto n = ::write(wake_fd, &c, 1);
+    ::close(wake_fd);
+  });
+  auto close_waiting = [=](uint64_t id) {
+    if (auto i = waiting->find(id); i != waiting->end()) {
+      self->send(i->second.broker, hello_atom_v);
+      waiting->erase(i);
+    }
+  };
+  self->delayed_send(self, hello_sweep, caf::tick_atom::value);
   return {
-    [=](caf::open_atom, const std::string& host,
-        uint16_t port) -> caf::result<uint16_t> {
-      auto bound = self->add_tcp_doorman(port, host.c_str(), true);
-      if (!bound)
-        return bound.error();
-      return bound->second;
+    [=](caf::connect_atom, int fd, const std::string& peer) {
+      auto a = limiter->admit(peer, std::chrono::steady_clock::now(), sent);
+      for (auto id : a.evicted)
+        close_waiting(id);
+      auto hdl = self->add_scribe(fd);
+      auto conn = self->fork(tcp_connection, hdl, make_bridge, gate,
+                             caf::actor_cast<caf::actor>(self), a.id);
+      waiting->emplace(a.id, waiter{conn, fd});
     },
-    [=](const caf::io::new_connection_msg& msg) {
-      self->fork(tcp_connection, msg.handle, make_bridge, gate,
-                 caf::actor_cast<caf::actor>(self));
+    [=](caf::ok_atom, uint64_t id) {
+      limiter->settled(id);
+      waiting->erase(id);
     },
-    [=](const caf::io::acceptor_closed_msg&) {
-      self->quit();
+    [=](caf::delete_atom) {
+      // Out of descriptors: the silent connections that waited longest go.
+      for (auto id : limiter->oldest(out_of_descriptors_room, sent))
+        close_waiting(id);
+    },
+    [=](caf::tick_atom) {
+      for (auto id : limiter->expired(std::chrono::steady_clock::now()))
+        close_waiting(id);
+      self->delayed_send(self, hello_sweep, caf::tick_atom::value);
     },
   };
+}
+
+/// The peer's address without its port ("127.0.0.1", "::1").
+std::string address_of(const sockaddr_storage& ss) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (ss.ss_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in&>(ss).sin_addr,
+                text, sizeof text);
+  else if (ss.ss_family == AF_INET6)
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6&>(ss).sin6_addr,
+                text, sizeof text);
+  return text;
+}
+
+// The accept loop (detached: it blocks in poll): accepts every connection
+// and hands it to the acceptor. Out of descriptors, it has the acceptor
+// close the silent connections that waited longest for their hello, and
+// stops polling the listening socket for a moment (the pending connection
+// would wake it at once, for ever); the pending connections wait in the
+// kernel's queue meanwhile. Ends when `wake_fd` becomes readable.
+void accept_loop(caf::blocking_actor* self, int listen_fd, int wake_fd,
+                 caf::actor acceptor) {
+  using clock = std::chrono::steady_clock;
+  auto paused_until = clock::time_point::min();
+  for (;;) {
+    auto now = clock::now();
+    bool accepting = now >= paused_until;
+    pollfd fds[2]
+      = {{accepting ? listen_fd : -1, POLLIN, 0}, {wake_fd, POLLIN, 0}};
+    int rc
+      = ::poll(fds, 2, accepting ? -1 : poll_timeout_ms(paused_until - now));
+    if (rc < 0 && errno == EINTR)
+      continue;
+    if (rc < 0 || fds[1].revents != 0)
+      break;
+    if ((fds[0].revents & POLLIN) == 0)
+      continue;
+    for (int i = 0; i < accept_batch; ++i) {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      int fd = ::accept4(listen_fd, reinterpret_cast<sockaddr*>(&ss), &len,
+                         SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd >= 0) {
+        self->send(acceptor, caf::connect_atom::value, fd, address_of(ss));
+        continue;
+      }
+      if (errno == EINTR)
+        continue;
+      if (errno == EMFILE || errno == ENFILE) {
+        self->send(acceptor, caf::delete_atom::value);
+        spdlog::warn("out of file descriptors: closing silent connections; "
+                     "accepting again in {} ms",
+                     out_of_descriptors_pause.count());
+        paused_until = clock::now() + out_of_descriptors_pause;
+      }
+      break; // EAGAIN: all taken
+    }
+  }
+  ::close(listen_fd);
+  ::close(wake_fd);
 }
 
 } // namespace
@@ -209,31 +341,33 @@ caf::behavior tcp_acceptor(caf::io::broker* self, bridge_factory make_bridge,
 tcp_server start_tcp_server(caf::actor_system& sys, const std::string& host,
                             uint16_t port, bridge_factory make_bridge,
                             tcp_gate gate) {
-  auto acceptor = sys.middleman().spawn_broker(
-    tcp_acceptor, std::move(make_bridge), std::move(gate));
-  caf::scoped_actor self{sys};
-  tcp_server result;
+  listen_address where{host, port};
   std::string problem;
-  self
-    ->request(acceptor, std::chrono::seconds(10), caf::open_atom::value, host,
-              port)
-    .receive(
-      [&](uint16_t bound) {
-        result.port = bound;
-      },
-      [&](caf::error& err) {
-        problem = sys.render(err);
-      });
-  if (!problem.empty()) {
-    self->send_exit(acceptor, caf::exit_reason::user_shutdown);
-    listen_address where{host, port};
-    // CAF's text is long and technical; the system's reason is one line.
-    if (auto why = bind_problem(where); !why.empty())
-      problem = why;
+  int fd = listen_tcp(where, problem);
+  if (fd < 0)
     throw std::runtime_error("cannot listen on " + to_string(where) + ": "
                              + problem);
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  sockaddr_storage bound{};
+  socklen_t len = sizeof bound;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &len);
+  int wake[2];
+  if (::pipe2(wake, O_CLOEXEC) != 0) {
+    ::close(fd);
+    throw std::runtime_error("cannot listen on " + to_string(where)
+                             + ": cannot make a pipe");
   }
+  rlimit nofile{};
+  ::getrlimit(RLIMIT_NOFILE, &nofile);
+  auto acceptor = sys.middleman().spawn_broker(
+    tcp_acceptor, std::move(make_bridge), std::move(gate), wake[1],
+    net::limits_for(nofile.rlim_cur));
+  sys.spawn(accept_loop, fd, wake[0], acceptor);
+  tcp_server result;
   result.acceptor = acceptor;
+  result.port = bound.ss_family == AF_INET6
+                  ? ntohs(reinterpret_cast<sockaddr_in6&>(bound).sin6_port)
+                  : ntohs(reinterpret_cast<sockaddr_in&>(bound).sin_port);
   return result;
 }
 

@@ -1,6 +1,11 @@
-// The TCP transport of `taskforce serve --listen`: an acceptor broker (CAF's
-// io module) that forks one connection broker per harness; each connection
-// broker owns one bridge and moves bytes between its socket and the bridge.
+// The TCP transport of `taskforce serve --listen`: an accept loop (a
+// detached actor blocking in poll) hands each accepted socket to an
+// acceptor broker (CAF's io module), which forks one connection broker per
+// harness; each connection broker owns one bridge and moves bytes between
+// its socket and the bridge. The acceptor keeps the connections that have
+// not said hello within net::hello_limiter's bounds (pushing out the oldest
+// silent one, shortening the deadline under pressure), and the accept loop
+// pauses instead of spinning when the process is out of descriptors.
 // A connection is served only after its first line, a `hello`, presented the
 // server's token; any other first line gets `unauthorized` and the
 // connection is closed.

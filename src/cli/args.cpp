@@ -1,5 +1,7 @@
 #include "src/cli/args.hpp"
 
+#include "src/time/duration.hpp"
+
 #include <algorithm>
 
 #include "src/cli/cli.hpp"
@@ -107,7 +109,7 @@ uint64_t args::positive(const std::string& name, uint64_t fallback) const {
     return fallback;
   const auto& text = values_.at(name);
   uint64_t result = 0;
-  bool digits = !text.empty() && text.size() <= 15;
+  bool digits = !text.empty() && text.size() <= max_safe_digits;
   for (char c : text) {
     if (c < '0' || c > '9') {
       digits = false;
@@ -115,9 +117,10 @@ uint64_t args::positive(const std::string& name, uint64_t fallback) const {
     }
     result = result * 10 + static_cast<uint64_t>(c - '0');
   }
-  if (!digits || result == 0)
-    throw usage_error(name + " must be a positive integer, got \"" + text
-                      + "\"");
+  if (!digits || result == 0
+      || result > static_cast<uint64_t>(max_safe_integer))
+    throw usage_error(name + " must be a positive integer (at most 2^53-1), "
+                      + "got \"" + text + "\"");
   return result;
 }
 

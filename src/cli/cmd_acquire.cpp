@@ -36,7 +36,8 @@ const char* acquire_help
     "  --parent HOLDER       the holder that delegates (a nested call: never\n"
     "                        waits)\n"
     "  --timeout MS          give up after MS milliseconds (the wait is\n"
-    "                        cancelled); default: the server's\n"
+    "                        cancelled, and a permit granted just then\n"
+    "                        released); default: the server's\n"
     "                        pool.queueTimeoutMs alone bounds it\n\n"
     "Prints the grant as JSON ({\"permit\":…, \"queued_ms\":…, \"lent\":…})\n"
     "and exits 0. A refusal or a timeout prints {\"error\":{\"code\":…,\n"
@@ -111,7 +112,7 @@ int run_acquire_command(const std::vector<std::string>& argv,
       steady::now(),
       saturating_ms(static_cast<int64_t>(parsed.positive("--timeout", 1))));
   try {
-    auto answer = ask_user_server(req, true, deadline);
+    auto answer = acquire_from_user_server(req, true, deadline);
     if (!answer->ok)
       return refused(answer->code, answer->message);
     std::cout << answer->fields << std::endl;

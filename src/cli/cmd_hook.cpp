@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstring>
 #include <iostream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -41,7 +42,9 @@ const char* hook_help
     "                       it runs anyway).\n\n"
     "  --wait SECONDS  the longest a call waits for its permit (default\n"
     "                  540); keep it below the hook's timeout (Claude Code's\n"
-    "                  default 600 s), past which the call runs unadmitted.\n\n"
+    "                  default 600 s), past which the call runs unadmitted.\n"
+    "                  Giving up releases the call's holder first, so a\n"
+    "                  permit granted just then is not left held.\n\n"
     "Input that is not a hook event: a message on standard error, exit 1\n"
     "(Claude Code goes on; the call is not admitted).\n";
 
@@ -74,18 +77,21 @@ std::string read_stdin() {
       return text;
     text.append(chunk, static_cast<size_t>(n));
     if (text.size() > max_event_bytes)
-      throw usage_error("the hook event is larger than "
-                        + std::to_string(max_event_bytes) + " bytes");
+      // Not a usage error: Claude Code takes exit 2 as a blocking one.
+      throw std::invalid_argument("the hook event is larger than "
+                                  + std::to_string(max_event_bytes) + " bytes");
   }
 }
 
-/// Waits for a permit; "" when granted, else why not.
+/// Waits for a permit; "" when granted, else why not. Giving up at the
+/// deadline releases the holder first: a grant that came just then is
+/// given back, not left held by a call that was denied.
 std::string wait_for_permit(const claude_step& step, int64_t wait_s) {
   auto deadline
     = saturating_deadline<steady>(steady::now(), saturating_ms(wait_s * 1000));
   try {
-    auto answer
-      = ask_user_server(nlohmann::json::parse(step.request), true, deadline);
+    auto answer = acquire_from_user_server(nlohmann::json::parse(step.request),
+                                           true, deadline);
     if (answer->ok || answer->code == "duplicate_holder")
       return {}; // duplicate: this call already holds (or awaits) it
     return answer->code + ": " + answer->message;

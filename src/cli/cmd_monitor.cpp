@@ -16,6 +16,7 @@
 #include "src/git/repository.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/store/ledger.hpp"
+#include "src/time/duration.hpp"
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -62,10 +63,11 @@ int64_t count_option(const args& parsed, const std::string& name,
   if (!parsed.has(name))
     return fallback;
   auto text = parsed.value(name);
-  if (text.empty() || text.size() > 15
-      || text.find_first_not_of("0123456789") != std::string::npos)
-    throw usage_error(name + " must be 0 or a positive integer, got \"" + text
-                      + "\"");
+  if (text.empty() || text.size() > max_safe_digits
+      || text.find_first_not_of("0123456789") != std::string::npos
+      || std::stoll(text) > max_safe_integer)
+    throw usage_error(name + " must be 0 or a positive integer (at most "
+                      + "2^53-1), got \"" + text + "\"");
   return std::stoll(text);
 }
 

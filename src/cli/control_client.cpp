@@ -1,8 +1,5 @@
 #include "src/cli/control_client.hpp"
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -11,15 +8,13 @@
 #include <chrono>
 #include <string>
 
+#include "src/net/unix_socket.hpp"
 #include "src/run/control_wire.hpp"
 
 namespace taskforce::cli {
 
 namespace {
 
-/// A connect to the loopback interface is refused or made at once; this
-/// only bounds a wedged one.
-constexpr int connect_timeout_ms = 1000;
 /// How long the driver may take to make the change durable and answer.
 constexpr int verdict_timeout_ms = 10000;
 
@@ -53,25 +48,17 @@ int64_t clock_ms() {
     .count();
 }
 
-/// Connects to 127.0.0.1:port; false when nothing listens there.
-bool connect_loopback(socket_fd& s, uint16_t port) {
-  s.fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+/// Connects to the driver `info` names; false when nothing listens there or
+/// the process listening is not that driver of this user (a file a killed
+/// driver left): then nothing may be sent.
+bool connect_driver(socket_fd& s, const run::driver_info& info) {
+  int err = 0;
+  std::string why;
+  s.fd = net::connect_unix(info.socket, err, why);
   if (s.fd < 0)
     return false;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  if (::connect(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    if (errno != EINPROGRESS
-        || !wait_for(s.fd, POLLOUT, clock_ms() + connect_timeout_ms))
-      return false;
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) != 0 || err != 0)
-      return false;
-  }
-  return true;
+  auto peer = net::peer_of(s.fd);
+  return peer && peer->uid == ::getuid() && peer->pid == info.pid;
 }
 
 } // namespace
@@ -79,13 +66,13 @@ bool connect_loopback(socket_fd& s, uint16_t port) {
 std::optional<run::steer_verdict>
 steer_live(const std::filesystem::path& root,
            const run::steer_request& request) {
-  // No file, or one a killed driver left whose port nothing (or another
-  // program) listens on now: no driver.
+  // No file, or one a killed driver left whose socket nothing (or another
+  // process) listens on now: no driver.
   auto info = run::read_driver_file(run::driver_file(root));
   if (!info)
     return std::nullopt;
   socket_fd s;
-  if (!connect_loopback(s, info->port))
+  if (!connect_driver(s, *info))
     return std::nullopt;
   auto line = run::encode_request({info->token, request});
   auto deadline = clock_ms() + verdict_timeout_ms;

@@ -55,13 +55,12 @@ control_outcome outcome_of(const std::string& response) {
     error.value("message", "the server refused: " + response));
 }
 
+namespace {
+
 std::optional<control_outcome>
-ask_user_server(nlohmann::json req, bool start,
-                std::chrono::steady_clock::time_point deadline) {
-  if (!req.contains("id"))
-    req["id"] = 1;
-  net::user_server_options opts;
-  opts.start = start;
+user_call(const nlohmann::json& req, const net::user_server_options& opts,
+          std::chrono::steady_clock::time_point deadline) {
+  auto start = opts.start;
   try {
     return outcome_of(net::user_request(opts, req.dump(), deadline));
   } catch (const net::endpoint_error& e) {
@@ -69,6 +68,33 @@ ask_user_server(nlohmann::json req, bool start,
       return std::nullopt;
     throw;
   }
+}
+
+} // namespace
+
+std::optional<control_outcome>
+ask_user_server(nlohmann::json req, bool start,
+                std::chrono::steady_clock::time_point deadline) {
+  if (!req.contains("id"))
+    req["id"] = 1;
+  net::user_server_options opts;
+  opts.start = start;
+  return user_call(req, opts, deadline);
+}
+
+std::optional<control_outcome>
+acquire_from_user_server(nlohmann::json req, bool start,
+                         std::chrono::steady_clock::time_point deadline) {
+  if (!req.contains("id"))
+    req["id"] = 1;
+  net::user_server_options opts;
+  opts.start = start;
+  nlohmann::json release{{"id", "give-up"},
+                         {"op", "release"},
+                         {"holder", req.value("holder", "")},
+                         {"reason", "aborted"}};
+  opts.give_up_line = release.dump();
+  return user_call(req, opts, deadline);
 }
 
 } // namespace taskforce::cli

@@ -53,4 +53,12 @@ std::optional<control_outcome>
 ask_user_server(nlohmann::json req, bool start,
                 std::chrono::steady_clock::time_point deadline);
 
+/// ask_user_server for an `acquire` that may wait: when no answer came by
+/// `deadline`, its holder is released (reason aborted) on the same
+/// connection before the timeout is thrown, so a permit granted just as the
+/// caller gave up is not left held, and a wait still queued is cancelled.
+std::optional<control_outcome>
+acquire_from_user_server(nlohmann::json req, bool start,
+                         std::chrono::steady_clock::time_point deadline);
+
 } // namespace taskforce::cli

@@ -16,6 +16,7 @@
 #include "src/net/line_channel.hpp"
 #include "src/net/listen_address.hpp"
 #include "src/net/secret.hpp"
+#include "src/net/tcp_owner.hpp"
 #include "src/text/file.hpp"
 #include "src/text/json_reader.hpp"
 #include "src/time/duration.hpp"
@@ -133,7 +134,7 @@ endpoint_info read_endpoint_file(const fs::path& path) {
                          "no server runs (no " + path.string() + ")");
   if (auto problem = private_file_problem(path); !problem.empty())
     throw endpoint_error(endpoint_errc::bad_file,
-                         "refusing to use the token in " + problem);
+                         "refusing to use the token: " + problem);
   auto text = read_file(path);
   if (!text)
     throw endpoint_error(endpoint_errc::bad_file, "cannot read " + path.string()
@@ -170,8 +171,11 @@ bool server_running(const endpoint_info& info,
                       saturating_deadline<steady>(steady::now(), timeout), why);
   if (fd < 0)
     return false;
+  auto verdict = check_listener(fd, static_cast<pid_t>(info.pid), why);
   ::close(fd);
-  return true;
+  // Another process on its port (a file its server left): not running.
+  return verdict == listener_verdict::expected
+         || verdict == listener_verdict::not_found;
 }
 
 // -- the client ---------------------------------------------------------------
@@ -202,6 +206,23 @@ endpoint_client::endpoint_client(const fs::path& file,
     throw endpoint_error(endpoint_errc::no_server, "no server answers at "
                                                      + info.address + " (" + why
                                                      + ")");
+  // Nothing, the token least of all, goes to a process other than the
+  // server the file names.
+  switch (check_listener(fd, static_cast<pid_t>(info.pid), why)) {
+    case listener_verdict::expected: break;
+    case listener_verdict::not_found:
+      ::close(fd);
+      throw endpoint_error(endpoint_errc::broken,
+                           "cannot tell who listens at " + info.address + " ("
+                             + why + "); nothing was sent to it");
+    default:
+      ::close(fd);
+      throw endpoint_error(endpoint_errc::no_server,
+                           "no server runs (" + file.string()
+                             + " is left from a server that is gone: at "
+                             + info.address + ", " + why
+                             + "; nothing was sent to it)");
+  }
   m.channel = std::make_unique<line_channel>(fd, info.address);
   json hello{{"id", hello_id}, {"op", "hello"}, {"token", info.token}};
   m.channel->send_line(hello.dump(), deadline);

@@ -85,8 +85,8 @@ class endpoint_error : public std::runtime_error {
 endpoint_info read_endpoint_file(const std::filesystem::path& path);
 
 /// Whether the server `info` describes still runs: its process exists and,
-/// when it listens, something accepts connections at its address within
-/// `timeout`. (A stale file outlives a killed server.)
+/// when it listens, that process of this user accepts connections at its
+/// address within `timeout`. (A stale file outlives a killed server.)
 bool server_running(const endpoint_info& info,
                     std::chrono::milliseconds timeout);
 
@@ -95,7 +95,11 @@ bool server_running(const endpoint_info& info,
 class endpoint_client {
  public:
   /// Reads `file`, connects to its address and says hello with its token,
-  /// all within `timeout`. Throws endpoint_error.
+  /// all within `timeout`. Before it sends anything it checks that the
+  /// socket listening there is one of the process the file names, run by
+  /// this user (net/tcp_owner.hpp): otherwise no_server (a file left by a
+  /// server that is gone), or broken when that cannot be told. Throws
+  /// endpoint_error.
   endpoint_client(const std::filesystem::path& file,
                   std::chrono::milliseconds timeout);
   ~endpoint_client();

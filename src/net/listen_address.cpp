@@ -83,13 +83,18 @@ std::string to_string(const listen_address& where) {
   return host + ":" + std::to_string(where.port);
 }
 
-std::string bind_problem(const listen_address& where) {
-  auto lower = [](std::string text) {
-    if (!text.empty())
-      text[0]
-        = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
-    return text;
-  };
+namespace {
+
+std::string lower(std::string text) {
+  if (!text.empty())
+    text[0]
+      = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+  return text;
+}
+
+/// Binds the first address `where` resolves to that binds (and, with
+/// `backlog` above 0, listens); the descriptor, or -1 with `problem` set.
+int bind_first(const listen_address& where, int backlog, std::string& problem) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -97,30 +102,48 @@ std::string bind_problem(const listen_address& where) {
   addrinfo* found = nullptr;
   auto port = std::to_string(where.port);
   if (int rc = ::getaddrinfo(where.host.c_str(), port.c_str(), &hints, &found);
-      rc != 0)
-    return lower(::gai_strerror(rc));
-  std::string problem = "no address";
-  for (auto* a = found; a != nullptr; a = a->ai_next) {
+      rc != 0) {
+    problem = lower(::gai_strerror(rc));
+    return -1;
+  }
+  problem = "no address";
+  int bound = -1;
+  for (auto* a = found; a != nullptr && bound < 0; a = a->ai_next) {
     int fd
       = ::socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) {
       problem = lower(std::strerror(errno));
       continue;
     }
-    // As the server binds: reusing an address in TIME_WAIT is no conflict.
+    // Reusing an address in TIME_WAIT is no conflict.
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    int rc = ::bind(fd, a->ai_addr, a->ai_addrlen);
-    int err = errno;
-    ::close(fd);
-    if (rc == 0) {
+    if (::bind(fd, a->ai_addr, a->ai_addrlen) == 0
+        && (backlog <= 0 || ::listen(fd, backlog) == 0)) {
       problem.clear();
+      bound = fd;
       break;
     }
+    int err = errno;
+    ::close(fd);
     problem = err == EADDRINUSE ? "address in use" : lower(std::strerror(err));
   }
   ::freeaddrinfo(found);
+  return bound;
+}
+
+} // namespace
+
+std::string bind_problem(const listen_address& where) {
+  std::string problem;
+  int fd = bind_first(where, 0, problem);
+  if (fd >= 0)
+    ::close(fd);
   return problem;
+}
+
+int listen_tcp(const listen_address& where, std::string& problem) {
+  return bind_first(where, SOMAXCONN, problem);
 }
 
 } // namespace taskforce

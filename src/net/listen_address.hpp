@@ -33,4 +33,8 @@ std::string to_string(const listen_address& where);
 /// bind works now.
 std::string bind_problem(const listen_address& where);
 
+/// Binds `where` and listens (close-on-exec); the descriptor, or -1 with
+/// `problem` saying why (as bind_problem does).
+int listen_tcp(const listen_address& where, std::string& problem);
+
 } // namespace taskforce

@@ -17,6 +17,8 @@
 #include <system_error>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "src/net/endpoint.hpp"
 #include "src/net/line_channel.hpp"
 #include "src/proc/spawn.hpp"
@@ -43,54 +45,6 @@ std::optional<fs::path> absolute_env(const char* name) {
   if (v == nullptr || v[0] != '/')
     return std::nullopt;
   return fs::path{v};
-}
-
-/// Fills `addr` for `path`; false when the path is too long for a socket.
-bool socket_address(const fs::path& path, sockaddr_un& addr) {
-  addr = sockaddr_un{};
-  addr.sun_family = AF_UNIX;
-  auto text = path.string();
-  if (text.size() >= sizeof addr.sun_path)
-    return false;
-  std::memcpy(addr.sun_path, text.c_str(), text.size() + 1);
-  return true;
-}
-
-std::string too_long(const fs::path& path) {
-  return "the socket path " + path.string() + " is too long ("
-         + std::to_string(path.string().size()) + " bytes, at most "
-         + std::to_string(sizeof(sockaddr_un::sun_path) - 1)
-         + "); point XDG_RUNTIME_DIR at a shorter folder";
-}
-
-/// Connects to the socket at `path`; -1 with `err` (an errno) and `why`
-/// set when nothing accepts there.
-int connect_unix(const fs::path& path, int& err, std::string& why) {
-  sockaddr_un addr;
-  if (!socket_address(path, addr)) {
-    err = ENAMETOOLONG;
-    why = too_long(path);
-    return -1;
-  }
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    err = errno;
-    why = std::strerror(err);
-    return -1;
-  }
-  int rc;
-  do {
-    rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
-    err = errno;
-    why = std::strerror(err);
-    ::close(fd);
-    return -1;
-  }
-  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
-  err = 0;
-  return fd;
 }
 
 /// The last lines of the server's log, for an error message ("" if none).
@@ -185,12 +139,64 @@ int connect_or_start(const user_server_options& opts, const fs::path& dir,
   }
 }
 
+/// The "id" of request line `line` ("null" when it has none).
+std::string id_of(const std::string& line) {
+  auto j = nlohmann::json::parse(line, nullptr, false);
+  return j.is_object() && j.contains("id") ? j["id"].dump() : "null";
+}
+
+/// Sends the give-up line on `channel` and reads up to its response (the
+/// response it gave up on may come first); false when that failed.
+bool give_up_on(line_channel& channel, const user_server_options& opts,
+                steady::time_point until) {
+  auto id = id_of(opts.give_up_line);
+  try {
+    channel.send_line(opts.give_up_line, until);
+    for (;;)
+      if (id_of(channel.read_response(until)) == id)
+        return true;
+  } catch (const endpoint_error&) {
+    return false;
+  }
+}
+
+/// The waiting request timed out: gives back what it may have been granted
+/// (see user_server_options::give_up_line), on the same connection or, when
+/// that broke, on a fresh one (a server that closed it cancelled the wait,
+/// but a grant that came first outlives the connection).
+void give_up(line_channel& channel, const user_server_options& opts,
+             const fs::path& dir) {
+  auto until = steady::now() + opts.give_up_patience;
+  if (give_up_on(channel, opts, until))
+    return;
+  int err = 0;
+  std::string why;
+  int fd = connect_unix(user_socket(dir), err, why);
+  if (fd < 0)
+    return; // no server: nothing is held
+  line_channel fresh{fd, user_socket(dir).string()};
+  give_up_on(fresh, opts, until);
+}
+
 } // namespace
 
 fs::path user_runtime_dir() {
   if (auto xdg = absolute_env("XDG_RUNTIME_DIR"))
     return *xdg / "taskforce";
-  return fs::path{"/tmp"} / ("taskforce-" + std::to_string(::getuid()));
+  auto shared = fs::path{"/tmp"} / ("taskforce-" + std::to_string(::getuid()));
+  // Anyone may create that name in /tmp first: a folder there that is not
+  // this user's private one is passed over for one in the user's cache.
+  ::mkdir(shared.c_str(), 0700);
+  struct stat st;
+  bool ours = ::lstat(shared.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
+              && st.st_uid == ::getuid() && (st.st_mode & 077) == 0;
+  if (ours)
+    return shared;
+  if (auto cache = absolute_env("XDG_CACHE_HOME"))
+    return *cache / "taskforce" / "run";
+  if (auto home = absolute_env("HOME"))
+    return *home / ".cache" / "taskforce" / "run";
+  return shared; // nowhere else: prepare_private_dir says why it is refused
 }
 
 fs::path user_config_file() {
@@ -261,35 +267,6 @@ int try_lock(const fs::path& lock_file) {
   return fd;
 }
 
-int listen_unix(const fs::path& path) {
-  sockaddr_un addr;
-  if (!socket_address(path, addr))
-    throw std::runtime_error(too_long(path));
-  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
-    throw std::runtime_error("cannot remove the old socket " + path.string()
-                             + ": " + std::strerror(errno));
-  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    throw std::runtime_error(std::string{"cannot create a socket: "}
-                             + std::strerror(errno));
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
-      || ::chmod(path.c_str(), 0600) != 0 || ::listen(fd, 128) != 0) {
-    int err = errno;
-    ::close(fd);
-    throw std::runtime_error("cannot listen on " + path.string() + ": "
-                             + std::strerror(err));
-  }
-  return fd;
-}
-
-bool peer_is_same_user(int fd) {
-  ucred cred{};
-  socklen_t len = sizeof cred;
-  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0)
-    return false;
-  return cred.uid == ::getuid();
-}
-
 std::string user_request(const user_server_options& opts,
                          const std::string& request_line,
                          steady::time_point deadline) {
@@ -302,6 +279,8 @@ std::string user_request(const user_server_options& opts,
       channel.send_line(request_line, deadline);
       return channel.read_response(deadline);
     } catch (const endpoint_error& e) {
+      if (e.code() == endpoint_errc::timeout && !opts.give_up_line.empty())
+        give_up(channel, opts, dir);
       // A server that was exiting as we came closes without a word: once,
       // ask again (a new server starts).
       if (e.code() != endpoint_errc::broken || attempt > 0)

@@ -5,7 +5,10 @@
 //
 // Where it lives: a folder only its user may enter (mode 0700, owned by the
 // user, not a symlink), `$XDG_RUNTIME_DIR/taskforce/` when XDG_RUNTIME_DIR
-// is an absolute path, else `/tmp/taskforce-<uid>/`. In it:
+// is an absolute path, else `/tmp/taskforce-<uid>/`; when another user took
+// that name first (or made it a link, or opened it to others),
+// `$XDG_CACHE_HOME/taskforce/run/` (by default `~/.cache/taskforce/run/`).
+// In it:
 //
 //   pool.sock    the socket (JSON lines, the same protocol as stdio/TCP)
 //   server.lock  held (flock) by the one server that owns the socket
@@ -24,9 +27,12 @@
 #include <filesystem>
 #include <string>
 
+#include "src/net/unix_socket.hpp"
+
 namespace taskforce::net {
 
-/// The per-user server's folder (see above); not created.
+/// The per-user server's folder (see above); `/tmp/taskforce-<uid>` is
+/// created when it is the one, so that the name is taken.
 std::filesystem::path user_runtime_dir();
 
 /// The per-user server's config file: `$XDG_CONFIG_HOME/taskforce/
@@ -54,13 +60,8 @@ void prepare_private_dir(const std::filesystem::path& dir);
 /// Throws std::system_error when the lock file cannot be opened.
 int try_lock(const std::filesystem::path& lock_file);
 
-/// Server side: binds a Unix socket at `path` (removing a stale one first:
-/// call it only while holding the lock), mode 0600, and listens. Returns the
-/// descriptor (close-on-exec, non-blocking). Throws std::runtime_error.
-int listen_unix(const std::filesystem::path& path);
-
-/// Whether the peer of the connected Unix socket `fd` runs as this user.
-bool peer_is_same_user(int fd);
+// Server side: net::listen_unix (src/net/unix_socket.hpp) binds the socket,
+// while holding the lock; net::peer_is_same_user checks each connection.
 
 /// How a client reaches the per-user server.
 struct user_server_options {
@@ -69,13 +70,23 @@ struct user_server_options {
   /// The program started as `PROGRAM serve --user`; empty = this process's
   /// own executable.
   std::string program;
+  /// When not empty: the request line sent when no response came by the
+  /// deadline (a `release` of the holder an `acquire` waits for), on the
+  /// same connection, so that a grant racing the give-up is given back
+  /// (or the wait cancelled) before the caller says it gave up; on a fresh
+  /// connection when that one broke. Its response is awaited at most
+  /// `give_up_patience`; the timeout is thrown as ever.
+  std::string give_up_line;
+  /// How long the give-up request may take.
+  std::chrono::milliseconds give_up_patience{5000};
 };
 
 /// Sends one request line to the per-user server and returns its response
 /// line (events on the way are skipped), all before `deadline`; starts the
 /// server when none answers (and `opts.start`). A connection the server
 /// closes before answering anything (it was just exiting) is retried once
-/// on a fresh server. Throws endpoint_error: no_server (none runs and
+/// on a fresh server. On a timeout, `opts.give_up_line` is sent first (see
+/// above). Throws endpoint_error: no_server (none runs and
 /// starting was not asked for, or a server could not be started: the
 /// message quotes its log), bad_file (the folder is not private), timeout,
 /// broken.

@@ -130,7 +130,9 @@ std::string to_report(const json& j, const fenced_block& block,
       auto k = it->find(key);
       if (k == it->end() || k->is_null())
         continue;
-      if (!k->is_number_integer() || k->get<int64_t>() < 0)
+      // A count beyond int64 is unsigned in JSON: huge, not negative.
+      if (!k->is_number_integer()
+          || (!k->is_number_unsigned() && k->get<int64_t>() < 0))
         return bad(std::string{"usage."} + key,
                    "must be a non-negative integer, not " + k->dump());
       auto n = k->get<uint64_t>();

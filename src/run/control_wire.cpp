@@ -48,8 +48,12 @@ fs::path driver_file(const fs::path& root) {
   return root / ".taskforce" / "driver.json";
 }
 
+fs::path driver_socket(const fs::path& root) {
+  return root / ".taskforce" / "driver.sock";
+}
+
 void write_driver_file(const fs::path& path, const driver_info& info) {
-  nlohmann::json j{{"port", info.port},
+  nlohmann::json j{{"socket", info.socket},
                    {"token", info.token},
                    {"pid", info.pid},
                    {"run", info.run_id}};
@@ -66,15 +70,12 @@ std::optional<driver_info> read_driver_file(const fs::path& path) {
   if (!read_object(*text, j))
     return std::nullopt;
   driver_info info;
-  auto port = j.find("port");
   auto pid = j.find("pid");
-  if (port == j.end() || !port->is_number_unsigned() || *port == 0
-      || *port > 65535)
-    return std::nullopt;
-  info.port = port->get<uint16_t>();
   if (pid != j.end() && pid->is_number_integer())
     info.pid = pid->get<int64_t>();
-  if (!string_at(j, "token", info.token) || info.token.empty()
+  if (!string_at(j, "socket", info.socket) || info.socket.empty()
+      || info.socket.front() != '/' || info.pid <= 0
+      || !string_at(j, "token", info.token) || info.token.empty()
       || !string_at(j, "run", info.run_id))
     return std::nullopt;
   return info;

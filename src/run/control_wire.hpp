@@ -2,18 +2,21 @@
 // listens (`.taskforce/driver.json`), and the one JSON line each way.
 //
 //   driver.json (mode 0600, written once the driver listens, removed when it
-//   exits): {"port": 41234, "token": "<64 hex digits>", "pid": 4711,
-//            "run": "20261201-202600-ab12"}
+//   exits): {"socket": "/repo/.taskforce/driver.sock", "token": "<64 hex
+//            digits>", "pid": 4711, "run": "20261201-202600-ab12"}
 //   request:  {"token": "…", "verb": "approve|reject|answer|send|broadcast|
 //              add", "run": "" | "<id>", "task": "…", "text": "…",
 //              "file": "/abs/TASKS2.md"}
 //   verdict:  {"outcome": "accepted|refused|failed|elsewhere|unauthorized",
 //              "message": "…"}
 //
+// The endpoint is a Unix socket (mode 0600) in the repository's
+// `.taskforce/`. Each end asks the kernel who the other is: the driver
+// serves only connections of its own user, and a client sends nothing
+// unless the process listening is the one driver.json names (its pid) and
+// runs as the same user, so a file a killed driver left fools nobody.
 // `elsewhere` (the request names another run) and `unauthorized` (a wrong
-// token: a stale file whose port another driver now uses) both mean "no
-// driver of this run answered". The endpoint listens on the loopback
-// interface only; the token is what keeps other local users out.
+// token) both mean "no driver of this run answered".
 #pragma once
 
 #include <cstddef>
@@ -32,7 +35,8 @@ constexpr size_t max_control_line = 256 * 1024;
 
 /// What driver.json says.
 struct driver_info {
-  uint16_t port = 0;
+  /// The endpoint's socket (an absolute path).
+  std::string socket;
   std::string token;
   int64_t pid = 0;
   std::string run_id;
@@ -41,12 +45,17 @@ struct driver_info {
 /// `.taskforce/driver.json` of the repository at `root`.
 std::filesystem::path driver_file(const std::filesystem::path& root);
 
+/// `.taskforce/driver.sock` of the repository at `root`: where its driver
+/// listens.
+std::filesystem::path driver_socket(const std::filesystem::path& root);
+
 /// Writes `info` to `path` atomically, readable by its owner only (0600).
 /// Throws std::system_error when it cannot.
 void write_driver_file(const std::filesystem::path& path,
                        const driver_info& info);
 
-/// Reads a driver file; nothing when it is missing or not one.
+/// Reads a driver file; nothing when it is missing or not one (a file
+/// naming no socket, as one of an older taskforce, is none).
 std::optional<driver_info> read_driver_file(const std::filesystem::path& path);
 
 /// A fresh random token (net::new_token: 64 hex digits from /dev/urandom).

@@ -11,6 +11,7 @@
 #include "src/scope/path.hpp"
 #include "src/scope/physical.hpp"
 #include "src/taskfile/raw_task.hpp"
+#include "src/time/duration.hpp"
 
 namespace taskforce::taskfile {
 
@@ -432,7 +433,7 @@ bool parse_duration(std::string_view text, int64_t& ms) {
   while (digits < text.size()
          && std::isdigit(static_cast<unsigned char>(text[digits])))
     ++digits;
-  if (digits == 0 || digits > 15)
+  if (digits == 0 || digits > max_safe_digits)
     return false;
   int64_t value = 0;
   for (size_t i = 0; i < digits; ++i)
@@ -449,7 +450,8 @@ bool parse_duration(std::string_view text, int64_t& ms) {
     scale = 3600 * 1000;
   else
     return false;
-  if (value == 0 || value > std::numeric_limits<int64_t>::max() / scale)
+  // Any safe integer of milliseconds (the unit's product too).
+  if (value == 0 || value > max_safe_integer / scale)
     return false;
   ms = value * scale;
   return true;

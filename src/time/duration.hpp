@@ -15,6 +15,13 @@
 
 namespace taskforce {
 
+/// The largest safe integer (2^53-1): the longest time limit, in
+/// milliseconds, a config file, task file or option may give.
+constexpr int64_t max_safe_integer = (int64_t{1} << 53) - 1;
+
+/// The digits of max_safe_integer.
+constexpr size_t max_safe_digits = 16;
+
 /// `ms` milliseconds as nanoseconds (the unit of caf::timespan and of the
 /// steady clock), at most the largest representable span; negative gives 0.
 constexpr std::chrono::nanoseconds saturating_ms(int64_t ms) noexcept {

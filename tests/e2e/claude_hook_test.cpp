@@ -7,10 +7,15 @@
 #define CAF_SUITE e2e.claude_hook
 #include <caf/test/unit_test.hpp>
 
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <optional>
 #include <thread>
 
+#include "e2e/protocol_client.hpp"
 #include "e2e/user_server.hpp"
 
 using namespace taskforce::test;
@@ -150,6 +155,74 @@ bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
 }
 
+/// A per-user server that never grants in time: it answers an acquire only
+/// once the client sends anything after it (a client that gave up), and
+/// then first with the grant, as a pool that granted just as the client
+/// gave up. Records every line it got.
+struct late_granting_server {
+  int listen_fd = -1;
+  std::thread thread;
+  std::vector<json> received;
+
+  explicit late_granting_server(const user_world& w) {
+    std::filesystem::create_directories(w.folder());
+    ::chmod(w.folder().c_str(), 0700);
+    listen_fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s",
+                  w.socket().c_str());
+    if (::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0
+        || ::listen(listen_fd, 4) != 0)
+      throw std::runtime_error("the fake server cannot listen");
+    thread = std::thread([this] {
+      serve();
+    });
+  }
+
+  ~late_granting_server() {
+    stop();
+    ::close(listen_fd);
+  }
+
+  /// Stops listening and waits for the connection being served to end.
+  void stop() {
+    ::shutdown(listen_fd, SHUT_RDWR);
+    if (thread.joinable())
+      thread.join();
+  }
+
+  void serve() {
+    int fd = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+    if (fd < 0)
+      return;
+    protocol_peer peer{fd, fd};
+    json acquire;
+    try {
+      for (;;) {
+        auto x = peer.next(30s);
+        received.push_back(x);
+        if (x.value("op", "") == "acquire") {
+          acquire = x;
+          continue;
+        }
+        if (!acquire.is_null()) {
+          peer.send({{"id", acquire["id"]},
+                     {"ok", true},
+                     {"permit", 1},
+                     {"queued_ms", 1000},
+                     {"lent", false}});
+          acquire = nullptr;
+        }
+        peer.send({{"id", x["id"]}, {"ok", true}, {"released", true}});
+      }
+    } catch (const std::exception&) {
+      // the client closed
+    }
+    ::close(fd);
+  }
+};
+
 struct fixture {
   user_world w;
   fixture() {
@@ -232,6 +305,38 @@ CAF_TEST(the hook denies before its own deadline and cancels the wait) {
   // nothing.
   CAF_CHECK(admitted(w.hook(post_completed("toolu_d1", "a1"))));
   CAF_CHECK(w.running().empty());
+}
+
+CAF_TEST(a permit granted just as the hook gives up is released) {
+  late_granting_server fake{w};
+  auto r = w.run({"hook", "claude-code", "--wait", "1"},
+                 pre("toolu_race", false).dump());
+  fake.stop();
+  CAF_CHECK_EQUAL(r.code, 0);
+  CAF_CHECK(denial(r.out).find("within 1 s") != std::string::npos);
+  // The grant came after the deadline: the hook gave it back.
+  auto released = std::count_if(
+    fake.received.begin(), fake.received.end(), [](const json& x) {
+      return x.value("op", "") == "release"
+             && x.value("holder", "") == "toolu_race";
+    });
+  CAF_CHECK_EQUAL(released, 1);
+}
+
+CAF_TEST(an event over the size limit exits 1 not 2) {
+  // Exit 2 would be a blocking error to Claude Code.
+  auto r = w.run({"hook", "claude-code"}, std::string((64 << 20) + 10, ' '));
+  CAF_CHECK_EQUAL(r.code, 1);
+  CAF_CHECK(r.err.find("larger than") != std::string::npos);
+}
+
+CAF_TEST(a wait of up to 2 to the 53 minus 1 is taken) {
+  auto r = w.run({"acquire", "--session", "s", "--holder", "long", "--timeout",
+                  "9007199254740991"});
+  CAF_CHECK_EQUAL(r.code, 0);
+  auto over = w.run({"acquire", "--session", "s", "--holder", "longer",
+                     "--timeout", "9007199254740992"});
+  CAF_CHECK_EQUAL(over.code, 2);
 }
 
 CAF_TEST(session end releases everything the session holds and awaits) {

@@ -10,7 +10,9 @@
 #include <string>
 
 #include "e2e/protocol_client.hpp"
+#include "e2e/stranger.hpp"
 #include "src/net/endpoint.hpp"
+#include "src/proc/spawn.hpp"
 #include "test.hpp"
 
 using namespace taskforce;
@@ -132,6 +134,7 @@ CAF_TEST(a file others may read is refused before anything is sent) {
                   }),
                   code(net::endpoint_errc::bad_file));
   CAF_CHECK(last_message.find("open to others") != std::string::npos);
+  CAF_CHECK(last_message.find("refusing to use the token: /") == 0);
 }
 
 CAF_TEST(a wrong token is unauthorized) {
@@ -173,6 +176,64 @@ CAF_TEST(a server that does not answer in time is a timeout) {
                     net::request_once(endpoint(), "{}", 300ms);
                   }),
                   code(net::endpoint_errc::timeout));
+  ::close(fd);
+}
+
+CAF_TEST(a process of another user on the recorded port gets nothing) {
+  if (!stranger_listener::usable()) {
+    CAF_MESSAGE("SKIPPED: needs root, setpriv and perl");
+    return;
+  }
+  // A server that crashed left its file; another user now listens on its
+  // port and answers everything "ok".
+  stranger_listener fake{true, R"({"id":1,"ok":true,"allowed":true})"};
+  net::endpoint_info info;
+  info.address = "127.0.0.1:" + std::to_string(fake.port());
+  info.token = std::string(64, 'c');
+  info.pid = fake.pid();
+  net::write_endpoint_file(endpoint(), info);
+  CAF_CHECK_EQUAL(failure([&] {
+                    net::request_once(endpoint(), R"({"id":1,"op":"status"})",
+                                      2000ms);
+                  }),
+                  code(net::endpoint_errc::no_server));
+  CAF_CHECK(last_message.find("user 65534") != std::string::npos);
+  CAF_CHECK(!net::server_running(info, 2000ms));
+  CAF_CHECK_EQUAL(fake.received(), "");
+}
+
+CAF_TEST(a listener that is not the process the file names gets nothing) {
+  // This user's listener (here, this test), while the file names another
+  // live process of this user.
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  CAF_REQUIRE_EQUAL(::bind(fd, reinterpret_cast<sockaddr*>(&addr), len), 0);
+  CAF_REQUIRE_EQUAL(::listen(fd, 4), 0);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  proc::spawn_options o;
+  o.argv = {"sleep", "30"};
+  auto other = proc::spawn(o);
+  net::endpoint_info info;
+  info.address = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  info.token = std::string(64, 'a');
+  info.pid = other.pid;
+  net::write_endpoint_file(endpoint(), info);
+  CAF_CHECK_EQUAL(failure([&] {
+                    net::request_once(endpoint(), "{}", 2000ms);
+                  }),
+                  code(net::endpoint_errc::no_server));
+  // Nothing was sent: the connection waits unread.
+  int conn = ::accept4(fd, nullptr, nullptr, SOCK_NONBLOCK);
+  if (conn >= 0) {
+    char buf[256];
+    CAF_CHECK(::recv(conn, buf, sizeof buf, 0) <= 0);
+    ::close(conn);
+  }
+  ::kill(other.pid, SIGKILL);
+  proc::wait_for(other.pid);
   ::close(fd);
 }
 

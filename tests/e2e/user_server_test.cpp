@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "e2e/user_server.hpp"
+#include "src/proc/run.hpp"
 
 using namespace taskforce::test;
 using namespace std::chrono_literals;
@@ -106,6 +107,50 @@ CAF_TEST(a folder open to others is refused and nothing is served there) {
   CAF_CHECK_EQUAL(r.code, 1);
   CAF_CHECK(r.err.find("open to others (mode 0755)") != std::string::npos);
   CAF_CHECK(!fs::exists(w.socket()));
+}
+
+CAF_TEST(a folder another user made in tmp is passed over for one in the
+           cache) {
+  // Without XDG_RUNTIME_DIR, in a /tmp of its own (a private mount
+  // namespace), where another user made /tmp/taskforce-<uid> first.
+  temp_dir dir;
+  auto script = dir.write(
+    "squat.sh",
+    "set -e\n"
+    "mount -t tmpfs tmpfs /tmp\n"
+    "mkdir -p /tmp/home /tmp/cfg/taskforce\n"
+    "echo '{\"server\": {\"idleExitMs\": 300}}' > "
+    "/tmp/cfg/taskforce/config.json\n"
+    "mkdir -m 700 /tmp/taskforce-$(id -u)\n"
+    "chown 65534:65534 /tmp/taskforce-$(id -u)\n"
+    "export HOME=/tmp/home XDG_CONFIG_HOME=/tmp/cfg\n"
+    "unset XDG_RUNTIME_DIR XDG_CACHE_HOME\n"
+    "echo '{\"hook_event_name\":\"PreToolUse\",\"session_id\":\"s\","
+    "\"tool_name\":\"Agent\",\"tool_use_id\":\"t1\",\"tool_input\":{}}' "
+    "| \"$1\" hook claude-code > /tmp/hook.out\n"
+    "echo \"hook said: [$(cat /tmp/hook.out)]\"\n"
+    "\"$1\" pool status\n"
+    "test -S /tmp/home/.cache/taskforce/run/pool.sock && echo socket-in-cache\n"
+    "stat -c '%u' /tmp/taskforce-$(id -u)\n");
+  taskforce::proc::run_options o;
+  o.argv = {"unshare", "-m", "sh", script.string(), TASKFORCE_BINARY};
+  o.log_file = (dir.path() / "out.log").string();
+  o.timeout = 60s;
+  auto r = taskforce::proc::run(o);
+  auto out = read_file(dir.path() / "out.log");
+  CAF_MESSAGE(out);
+  if (out.find("mount:") != std::string::npos
+      || out.find("unshare:") != std::string::npos) {
+    CAF_MESSAGE("SKIPPED: no private mount namespace here");
+    return;
+  }
+  CAF_CHECK_EQUAL(r.exit_code, 0);
+  // The call was admitted (no deny), the pool answered, from the cache.
+  CAF_CHECK(out.find("hook said: []") != std::string::npos);
+  CAF_CHECK(out.find("\"t1\"") != std::string::npos);
+  CAF_CHECK(out.find("socket-in-cache") != std::string::npos);
+  // The other user's folder is left alone.
+  CAF_CHECK(out.find("65534") != std::string::npos);
 }
 
 CAF_TEST(a symbolic link in place of the folder is refused) {

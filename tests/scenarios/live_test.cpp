@@ -6,14 +6,15 @@
 #define CAF_SUITE scenarios.live
 #include <caf/test/unit_test.hpp>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <thread>
 
+#include "e2e/stranger.hpp"
 #include "scenarios/scenario.hpp"
 #include "src/cli/control_client.hpp"
 #include "src/proc/spawn.hpp"
@@ -82,15 +83,25 @@ std::string waiter(const std::string& flag, const std::string& file) {
          + file;
 }
 
-/// Sends `line` to the endpoint on `port` as a stranger would; the reply.
-std::string raw_request(uint16_t port, const std::string& line) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
+/// A connection to the Unix socket at `path`; -1 when refused.
+int connect_to(const std::string& path) {
+  int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+/// Sends `line` to the endpoint at `socket` without the driver's token, as
+/// a stranger would; the reply.
+std::string raw_request(const std::string& socket, const std::string& line) {
+  int fd = connect_to(socket);
   std::string reply;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+  if (fd >= 0) {
     auto n = ::send(fd, line.data(), line.size(), MSG_NOSIGNAL);
     (void)n;
     char buf[4096];
@@ -98,7 +109,8 @@ std::string raw_request(uint16_t port, const std::string& line) {
     while ((got = ::recv(fd, buf, sizeof buf, 0)) > 0)
       reply.append(buf, static_cast<size_t>(got));
   }
-  ::close(fd);
+  if (fd >= 0)
+    ::close(fd);
   return reply;
 }
 
@@ -131,12 +143,14 @@ CAF_TEST(approve reject answer and add act on a live run) {
   // A stranger without the token changes nothing, nor does garbage.
   auto info = run::read_driver_file(run::driver_file(s.root));
   CAF_REQUIRE(info);
+  // The endpoint is a socket in the repository's state folder.
+  CAF_CHECK_EQUAL(info->socket, run::driver_socket(s.root).string());
   auto stranger = raw_request(
-    info->port, R"({"token": "guess", "verb": "approve", "task": "t1"})"
-                "\n");
+    info->socket, R"({"token": "guess", "verb": "approve", "task": "t1"})"
+                  "\n");
   CAF_CHECK(contains(stranger, "unauthorized"));
-  CAF_CHECK(
-    contains(raw_request(info->port, std::string(1000, '[') + "\n"), "failed"));
+  CAF_CHECK(contains(raw_request(info->socket, std::string(1000, '[') + "\n"),
+                     "failed"));
   CAF_CHECK_EQUAL(state_of(s, "t1"), "review");
   auto before = s.first_parent_subjects().size();
 
@@ -248,10 +262,88 @@ CAF_TEST(send and broadcast reach the inbox of running workers) {
 CAF_TEST(a stale driver file does not fool a client) {
   scenario s;
   std::filesystem::create_directories(s.root / ".taskforce");
-  // A killed driver's file: its port now has nobody listening.
-  run::write_driver_file(run::driver_file(s.root),
-                         {1, "deadbeef", 999999, "r-old"});
+  // A killed driver's file: its socket now has nobody listening.
+  run::write_driver_file(
+    run::driver_file(s.root),
+    {run::driver_socket(s.root).string(), "deadbeef", 999999, "r-old"});
   CAF_CHECK(!cli::steer_live(s.root, req(run::steer_verb::approve, "t1")));
+  // One of an older taskforce, naming a loopback port: no driver either.
+  s.write(".taskforce/driver.json",
+          R"({"port": 1, "token": "deadbeef", "pid": 1, "run": "r-old"})");
+  CAF_CHECK(!cli::steer_live(s.root, req(run::steer_verb::approve, "t1")));
+}
+
+CAF_TEST(a process that listens where a stale driver file points is not believed
+         and gets nothing) {
+  scenario s;
+  std::filesystem::create_directories(s.root / ".taskforce");
+  auto fake_reply = R"({"outcome":"accepted","message":"approved t1 FAKE"})";
+  // The same user's process, but not the driver the file names (its pid
+  // is gone): this test process listening on the recorded socket.
+  auto socket = run::driver_socket(s.root).string();
+  int own = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", socket.c_str());
+  CAF_REQUIRE_EQUAL(
+    ::bind(own, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  CAF_REQUIRE_EQUAL(::listen(own, 4), 0);
+  run::write_driver_file(run::driver_file(s.root),
+                         {socket, "the-token", 999999, "r-old"});
+  CAF_CHECK(!cli::steer_live(s.root, req(run::steer_verb::approve, "t1")));
+  // Nothing was sent to it: a connection waits unread in its queue.
+  ::fcntl(own, F_SETFL, O_NONBLOCK);
+  int conn = ::accept(own, nullptr, nullptr);
+  if (conn >= 0) {
+    char buf[256];
+    CAF_CHECK(::recv(conn, buf, sizeof buf, MSG_DONTWAIT) <= 0);
+    ::close(conn);
+  }
+  ::close(own);
+  if (!stranger_listener::usable()) {
+    CAF_MESSAGE("SKIPPED the other user's listener: needs root, setpriv and "
+                "perl");
+    return;
+  }
+  // Another user's process, named by the file as the driver.
+  stranger_listener fake{false, fake_reply};
+  run::write_driver_file(
+    run::driver_file(s.root),
+    {fake.socket().string(), "the-token", fake.pid(), "r-old"});
+  CAF_CHECK(!cli::steer_live(s.root, req(run::steer_verb::approve, "t1")));
+  CAF_CHECK_EQUAL(fake.received(), "");
+}
+
+CAF_TEST(idle connections to a live driver do not keep a command out) {
+  scenario s;
+  s.config_text = R"({"run": {"approvalRisks": ["high"]}})";
+  auto flag = (s.dir.path() / "go.flag").string();
+  s.tasks("- [ ] Risky\n  - files: risky.txt\n  - risk: high\n"
+          "  - run: echo risky > risky.txt\n"
+          "- [ ] Busy\n  - files: busy.txt\n  - run: "
+          + waiter(flag, "busy.txt") + "\n");
+  auto child = start_run(s, "idle.log");
+  CAF_REQUIRE(wait_until([&] {
+    return in_state(s, "t1", "review")
+           && std::filesystem::exists(run::driver_file(s.root));
+  }));
+  auto info = run::read_driver_file(run::driver_file(s.root));
+  CAF_REQUIRE(info);
+  // More connections that say nothing than the driver serves or keeps
+  // waiting at once.
+  std::vector<int> idle;
+  for (int i = 0; i < 100; ++i)
+    if (int fd = connect_to(info->socket); fd >= 0)
+      idle.push_back(fd);
+  CAF_CHECK(idle.size() >= 16u);
+  auto v = s.tf({"approve", "t1"});
+  CAF_CHECK_EQUAL(v.code, 0);
+  CAF_CHECK(contains(v.output, "approved t1"));
+  for (int fd : idle)
+    ::close(fd);
+  { std::ofstream{flag} << "go\n"; }
+  CAF_CHECK_EQUAL(proc::wait_for(child.pid).code, 0);
+  CAF_CHECK_EQUAL(state_of(s, "t1"), "done");
 }
 
 CAF_TEST(a driver stopped by ctrl c takes its endpoint along) {

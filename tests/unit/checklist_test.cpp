@@ -179,6 +179,14 @@ CAF_TEST(timeouts take units or bare milliseconds) {
   CAF_CHECK(!parse_duration("999999999999999h", ms));
 }
 
+CAF_TEST(a timeout may be any safe integer of milliseconds) {
+  int64_t ms = 0;
+  CAF_CHECK(parse_duration("9007199254740991", ms) && ms == 9007199254740991);
+  CAF_CHECK(!parse_duration("9007199254740992", ms));
+  CAF_CHECK(parse_duration("9007199254740s", ms) && ms == 9007199254740000);
+  CAF_CHECK(!parse_duration("9007199254741s", ms));
+}
+
 CAF_TEST(verify is disabled by false no none and dash in any case) {
   for (auto off : {"false", "No", "NONE", "-", ""})
     CAF_CHECK(disables_gate(off));
