@@ -72,7 +72,8 @@ const char* bg_help
     "Exit status: 0 done; 1 refused or failed (an unknown task, a used\n"
     "token, a completion not accepted, a write not allowed, the server\n"
     "unreachable); 2 bad usage or a bad field (a missing argument, a root\n"
-    "outside the repository).\n";
+    "outside the repository, in .git or .taskforce in any case, in a\n"
+    "nested repository's .git, or holding a nested repository).\n";
 
 namespace {
 

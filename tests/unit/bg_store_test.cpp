@@ -726,6 +726,50 @@ CAF_TEST(a write through a symlink is judged where it lands) {
     bg->may_write("child", (repo / "src/new.ts").string(), true).allowed);
 }
 
+CAF_TEST(gits folders in any case and nested repositories are refused) {
+  // As roots: .GIT is .git on a case-insensitive filesystem; a nested
+  // repository's git folder belongs to git wherever it is.
+  for (auto root :
+       {".GIT", ".Git/hooks", ".TASKFORCE", "src/.git", "src/.GIT/hooks"}) {
+    auto why = refusal(control_errc::bad_request, [&] {
+      bg->prepare(contract("bad", {root}), limits, t0);
+    });
+    CAF_CHECK(contains(why, "which belongs to"));
+    CAF_MESSAGE(why);
+  }
+  // A root holding a nested repository: writes into its git folder would
+  // go unseen, so the root is refused.
+  fs::create_directories(repo / "src" / "vendor" / "lib" / ".git");
+  write("src/vendor/lib/.git/HEAD", "ref: refs/heads/main\n");
+  CAF_CHECK(contains(refusal(control_errc::bad_request,
+                             [&] {
+                               bg->prepare(contract("vendor", {"src"}), limits,
+                                           t0);
+                             }),
+                     "holds a nested git repository (src/vendor/lib/.git/)"));
+  CAF_CHECK(bg->status().empty());
+  fs::remove_all(repo / "src" / "vendor");
+  // A write there by a child rooted above it is refused.
+  running(contract("a", {"src"}), "child");
+  auto nested = bg->may_write("child", "src/.git/config", true);
+  CAF_CHECK(!nested.allowed);
+  CAF_CHECK(contains(nested.reason, "nested repository's git folder"));
+  auto upper = bg->may_write("child", "src/lib/.GIT/hooks/pre-commit", true);
+  CAF_CHECK(!upper.allowed);
+  CAF_CHECK(!bg->may_write("child", ".GIT/config", true).allowed);
+  CAF_CHECK(bg->may_write("child", "src/.gitignore", true).allowed);
+}
+
+CAF_TEST(a nested repository made after the link is seen by the gate) {
+  auto id = running(contract("a", {"src"}), "child");
+  write("src/sub/.git/config", "[core]\n");
+  write("src/sub/x.ts", "x\n");
+  auto r = bg->begin_completion(
+    {id, completion_status::done, "", {"src/sub/x.ts"}}, limits, t0 + 5);
+  CAF_CHECK(!r.accepted);
+  CAF_CHECK_EQUAL(r.unclaimed, strings{"src/sub/.git/config"});
+}
+
 CAF_TEST(a deleted file is claimed like a changed one) {
   auto id = running(contract("a", {"src"}), "child");
   fs::remove(repo / "src" / "a.ts");
