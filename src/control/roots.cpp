@@ -28,16 +28,6 @@ std::optional<fs::path> inside(const fs::path& p, const fs::path& top) {
 
 } // namespace
 
-bool path_within(std::string_view path, std::string_view root) {
-  if (path.size() < root.size() || path.compare(0, root.size(), root) != 0)
-    return false;
-  return path.size() == root.size() || path[root.size()] == '/';
-}
-
-bool roots_conflict(std::string_view a, std::string_view b) {
-  return path_within(a, b) || path_within(b, a);
-}
-
 std::vector<std::string> fold_roots(std::vector<std::string> roots) {
   std::sort(roots.begin(), roots.end());
   roots.erase(std::unique(roots.begin(), roots.end()), roots.end());

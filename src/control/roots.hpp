@@ -23,17 +23,16 @@
 #include <string_view>
 #include <vector>
 
+#include "src/scope/lease.hpp"
 #include "src/scope/physical.hpp"
 
 namespace taskforce::control {
 
 // -- pure ---------------------------------------------------------------------
 
-/// Whether canonical `path` is `root` or lies below it, component-wise.
-bool path_within(std::string_view path, std::string_view root);
-
-/// Whether two canonical roots conflict: the same, or one inside the other.
-bool roots_conflict(std::string_view a, std::string_view b);
+// Containment and conflicts of canonical roots (src/scope/lease.hpp).
+using scope::path_within;
+using scope::roots_conflict;
 
 /// Sorted, de-duplicated canonical roots with each nested root folded into
 /// its ancestor.
