@@ -269,11 +269,15 @@ CAF_TEST(
 
 CAF_TEST(a task of a task list waits while a managed task holds its
            folder and starts once that task is cancelled) {
-  tasks("- [ ] Edit the library\n  - id: t1\n  - files: src/lib.txt\n"
-        "  - run: echo edited > src/lib.txt\n");
+  // Both sides name src through a symlink: they meet where it lies.
+  std::filesystem::create_symlink("src", root / "alias");
+  git_ok(root, {"add", "alias"});
+  git_ok(root, {"commit", "-q", "-m", "alias"});
+  tasks("- [ ] Edit the library\n  - id: t1\n  - files: alias/lib.txt\n"
+        "  - run: echo edited > alias/lib.txt\n");
   // A managed task holds src/, its child linked.
   auto prepared = tf({"bg", "prepare", "--title", "lib", "--agent", "coder",
-                      "--prompt", "p", "--root", "src"});
+                      "--prompt", "p", "--root", "alias"});
   CAF_REQUIRE_EQUAL(prepared.code, 0);
   auto token = json::parse(prepared.output)["dispatch"]["token"];
   CAF_REQUIRE(token.is_string());

@@ -381,6 +381,8 @@ CAF_TEST(a run driver and a server racing on one ledger never both win) {
       server.cancel(prepared->task.id, t0 + i); // its token was out
     }
   }
+  CAF_MESSAGE("the run won " << run_won << " rounds, the server "
+                             << managed_won);
   CAF_CHECK_GREATER(run_won, 0);
   CAF_CHECK_GREATER(managed_won, 0);
 }
