@@ -355,8 +355,12 @@ CAF_TEST(the folders of a killed drivers task are free for managed work) {
                                 .output);
   CAF_CHECK_EQUAL(prepared["task"]["state"], "ready");
   CAF_CHECK(prepared["dispatch"]["token"].is_string());
-  // The worker the driver left behind ends; the next resume would kill it.
+  // The worker the driver left behind (the next resume would kill it)
+  // ends, before the repository goes.
   std::ofstream{flag} << "go";
+  CAF_CHECK(eventually([&] {
+    return processes_mentioning(flag.string()).empty();
+  }));
 }
 
 CAF_TEST(a killed servers managed task keeps a task list waiting until it is
