@@ -51,7 +51,8 @@ store::task_change to_store_change(const task_transition& tr) {
                    to_int64(t.usage.output_tokens), t.usage.cost_usd}});
   if (tr.facts.model)
     change.attempt_model = *tr.facts.model;
-  change.write_roots = tr.facts.write_roots;
+  if (tr.facts.files)
+    change.reserves = scope::task_claims(*tr.facts.files, tr.facts.locks);
   if (tr.facts.exit_code && *tr.facts.exit_code >= 0)
     change.exit_code = static_cast<int>(*tr.facts.exit_code);
   return change;
@@ -79,7 +80,9 @@ std::vector<transition_ack> apply_batch(store::ledger& db,
       ack.attempt = static_cast<uint64_t>(r->attempt);
       now = tr.to;
     } else {
-      ack.refusal = std::get<store::ledger_error>(outcomes[k]).what();
+      auto& e = std::get<store::ledger_error>(outcomes[k]);
+      ack.refusal = e.what();
+      ack.waits = e.code() == store::ledger_errc::reserved;
       if (now)
         ack.actual = *now;
     }

@@ -5,7 +5,9 @@
 // something a crash could take back. Each change of a batch is answered on
 // its own: a change the ledger refuses (it has the task elsewhere, or the
 // lifecycle forbids the move) is acknowledged as refused with the state
-// the ledger has, and the others are written. A failure of the database
+// the ledger has, and the others are written. A start whose scope another
+// holder reserves (a managed background task: src/store/leases.hpp) is
+// refused as waiting (`waits`), its reason recorded. A failure of the database
 // itself is a run_errc::ledger_io error and writes nothing of the batch.
 #pragma once
 

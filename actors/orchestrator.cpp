@@ -5,11 +5,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "src/scope/glob.hpp"
 #include "src/worker/model_route.hpp"
 
 namespace taskforce {
@@ -108,6 +108,10 @@ struct orchestrator_state {
   bool linger_armed = false;
   /// Per task: the serial of its latest change.
   std::vector<uint64_t> last_change;
+  /// Tasks whose start waited for another holder's reservation (a managed
+  /// task's) and is not durable yet: no standby worker for them, as their
+  /// start is likely to wait again.
+  std::set<size_t> contended;
   uint64_t change_serial = 0;
   /// Numbers the units sent, so a late answer to a dropped one is ignored.
   uint64_t unit_serial = 0;
@@ -296,7 +300,7 @@ void prepare(self_ptr self, size_t i) {
   auto& st = self->state;
   auto& m = st.memory[i];
   if (!st.setup.prepare_workers || st.workers.count(i) != 0 || !m.answer.empty()
-      || !m.merge_gate_result.empty())
+      || !m.merge_gate_result.empty() || st.contended.count(i) != 0)
     return;
   // Another start of the task still on its way (one whose attempt ended
   // before it was durable) leaves the number unforeseeable.
@@ -623,8 +627,14 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
     return;
   }
   // Where the ledger has each task with a refused change after the batch,
-  // and why it refused.
-  std::map<size_t, std::pair<task_state, std::string>> refused;
+  // why it refused, and whether the task waits for another holder's
+  // reservation rather than being refused for good.
+  struct refusal {
+    task_state where;
+    std::string why;
+    bool waits;
+  };
+  std::map<size_t, refusal> refused;
   std::map<size_t, task_state> last;
   std::map<size_t, uint64_t> last_serial;
   for (size_t k = 0; k < changes.size(); ++k) {
@@ -642,10 +652,10 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
     auto why = ack.actual ? ack.refusal
                           : "the ledger has no task " + id_of(self, c.task);
     if (refused.count(c.task) == 0)
-      refused[c.task] = {where, why};
+      refused[c.task] = {where, why, ack.waits};
   }
   for (auto& [i, r] : refused)
-    r.first = last[i];
+    r.where = last[i];
   // A task with changes decided after this batch's: those were decided
   // from a view that already took an earlier refusal into account, or
   // they will be refused in turn; their answer is the ledger's last word.
@@ -676,12 +686,22 @@ void batch_answered(self_ptr self, uint64_t serial, batch_acks& answer) {
   auto run_change = std::move(unit.run);
   auto durable = std::move(changes);
   // The ledger's word first, so a continuation sees the task where it is.
+  // A start that waits for another holder's reservation is tried again at
+  // a later look (the tick), without a standby worker meanwhile.
   for (auto& [i, r] : refused) {
-    emit_task(self, i, r.first, "the ledger refused a change: " + r.second);
-    step(self, sched(self).refused(i, r.first, r.second));
+    if (r.waits) {
+      st.contended.insert(i);
+      emit_task(self, i, r.where, r.why);
+      step(self, sched(self).reserved_elsewhere(i, r.where, r.why));
+      continue;
+    }
+    emit_task(self, i, r.where, "the ledger refused a change: " + r.why);
+    step(self, sched(self).refused(i, r.where, r.why));
   }
   for (size_t k = 0; k < durable.size(); ++k) {
     auto& c = durable[k].change;
+    if (c.then == run::follow_up::launch && answer.acks[k].durable)
+      st.contended.erase(c.task);
     if (c.then == run::follow_up::none || !answer.acks[k].durable)
       continue;
     if (current(self, durable[k]))
@@ -749,9 +769,12 @@ void flush(self_ptr self, bool now) {
     batch.changes.push_back(
       task_transition{id_of(self, c.task), c.event, c.from, c.to,
                       st.memory[c.task].attempt, c.reason, p.facts});
-    if (c.to == task_state::running)
-      batch.changes.back().facts.write_roots
-        = scope::write_roots(sched(self).graph().task(c.task).files);
+    if (c.to == task_state::running || c.to == task_state::merging) {
+      // What the task writes, for the ledger's reservation table.
+      auto& spec = sched(self).graph().task(c.task);
+      batch.changes.back().facts.files = spec.files;
+      batch.changes.back().facts.locks = spec.locks;
+    }
   }
   self
     ->request(st.setup.ledger, caf::infinite, record_atom::value,
@@ -1185,6 +1208,10 @@ orchestrator(orchestrator_actor::stateful_pointer<orchestrator_state> self,
         return;
       self->delayed_send(self, st.setup.poll, caf::tick_atom::value);
       look(self);
+      // Starts that waited for a managed task's reservation are tried
+      // again: the ledger says whether it is gone.
+      if (sched(self).waits_elsewhere())
+        step(self, sched(self).retry_reserved());
     },
     [self](record_atom) {
       self->state.linger_armed = false;

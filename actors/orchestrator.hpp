@@ -11,6 +11,9 @@
 //                              │        change's `then` (launch, merge)
 //                              │        refused: scheduler.refused(ledger's
 //                              │        state); the others still go on
+//                              │        waits (a managed task reserves its
+//                              │        scope): reserved_elsewhere, its
+//                              │        start tried again at the next look
 //                              ├──▶ now: cancel, merge again, check a hand
 //                              │    merge (at once)
 //                              └──▶ run change: recorded after the task
@@ -28,7 +31,8 @@
 // failing ledger pauses the run with the reason: nothing more is recorded
 // or acted on, running attempts are interrupted, and the watcher is told
 // once they ended. Another process's `taskforce abort` (or a pause it
-// recorded) is noticed by a periodic look at the ledger.
+// recorded) is noticed by a periodic look at the ledger, which also tries
+// again the starts that waited for another holder's reservation.
 //
 // The watcher (the command's actor) receives every durable change as a
 // `run_event`, and `(finished_atom, run_state, reason)` once, when the run

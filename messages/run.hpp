@@ -69,10 +69,13 @@ struct task_facts {
   /// The model of the attempt this change opens ("" = the agent's own
   /// default).
   caf::optional<std::string> model;
-  /// With a change to running: the folders and files the task writes (its
-  /// scope's literal bases), held in the ledger beside managed background
-  /// tasks' roots while it works, so neither takes the other's.
-  std::vector<std::string> write_roots;
+  /// With a change into running or merging: the task's `files` (as the
+  /// task file parser left them: normalised, physical) and `locks`, which
+  /// the ledger reserves in its one reservation table while the task works,
+  /// so neither a managed background task nor it takes the other's. Unset
+  /// on other changes.
+  caf::optional<std::vector<std::string>> files;
+  std::vector<std::string> locks;
 };
 
 /// One task state change, made durable before anyone acts on it; `to` is
@@ -109,6 +112,10 @@ struct transition_ack {
   caf::optional<task_state> actual;
   /// Refused: why, in words.
   std::string refusal;
+  /// Refused because another holder (a managed background task) reserves
+  /// what the task writes (`refusal` says who: "waits for managed task
+  /// bg-1 (src)"): the task stays where it was and starts later.
+  bool waits = false;
 };
 
 /// The answer to a transition_batch once it committed: one ack per change,
@@ -340,7 +347,7 @@ template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, task_facts& x) {
   return f(caf::meta::type_name("taskforce.task_facts"), x.branch, x.worktree,
            x.merge_commit, x.gate_tail, x.session, x.conflict_paths,
-           x.exit_code, x.spent, x.hold_lifted, x.model, x.write_roots);
+           x.exit_code, x.spent, x.hold_lifted, x.model, x.files, x.locks);
 }
 
 template<class Inspector>
@@ -358,7 +365,7 @@ typename Inspector::result_type inspect(Inspector& f, transition_batch& x) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, transition_ack& x) {
   return f(caf::meta::type_name("taskforce.transition_ack"), x.durable,
-           x.attempt, x.actual, x.refusal);
+           x.attempt, x.actual, x.refusal, x.waits);
 }
 
 template<class Inspector>
@@ -503,7 +510,7 @@ inline bool operator==(const task_facts& x, const task_facts& y) {
          && x.session == y.session && x.conflict_paths == y.conflict_paths
          && x.exit_code == y.exit_code && x.spent == y.spent
          && x.hold_lifted == y.hold_lifted && x.model == y.model
-         && x.write_roots == y.write_roots;
+         && x.files == y.files && x.locks == y.locks;
 }
 
 inline bool operator==(const task_transition& x, const task_transition& y) {
@@ -518,7 +525,8 @@ inline bool operator==(const transition_batch& x, const transition_batch& y) {
 
 inline bool operator==(const transition_ack& x, const transition_ack& y) {
   return x.durable == y.durable && x.attempt == y.attempt
-         && x.actual == y.actual && x.refusal == y.refusal;
+         && x.actual == y.actual && x.refusal == y.refusal
+         && x.waits == y.waits;
 }
 
 inline bool operator==(const batch_acks& x, const batch_acks& y) {

@@ -37,6 +37,9 @@ const char* bg_help
     "          [--validation CMD]... [--session S]\n"
     "                         a new task: ready with a dispatch token, or "
     "queued\n"
+    "                         (its roots or locks held by another task, "
+    "a\n"
+    "                         running task of `taskforce run` included)\n"
     "  link TOKEN CHILD_SESSION\n"
     "                         bind the child session to the token's task\n"
     "  start [TASK]           hand out the oldest eligible queued task (or "
@@ -72,7 +75,8 @@ const char* bg_help
     "Exit status: 0 done; 1 refused or failed (an unknown task, a used\n"
     "token, a completion not accepted, a write not allowed, the server\n"
     "unreachable); 2 bad usage or a bad field (a missing argument, a root\n"
-    "outside the repository).\n";
+    "outside the repository, in .git or .taskforce in any case, in a\n"
+    "nested repository's .git, or holding a nested repository).\n";
 
 namespace {
 

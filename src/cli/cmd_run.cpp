@@ -19,6 +19,8 @@ const char* run_help
     "stopped (Ctrl-C, a crash) continues with `taskforce resume` or by\n"
     "running the same FILE again. Once a run of FILE ended, running it again\n"
     "skips the tasks that run merged and that did not change since.\n"
+    "A task whose files a managed background task (`taskforce bg`) holds\n"
+    "waits, ready, until that task is done or cancelled (`status` names it).\n"
     "Before anything starts, a shell task without run:, an unknown agent\n"
     "preset and an agent program not on PATH are refused (exit 2, "
     "FILE:LINE).\n\n"

@@ -2,56 +2,25 @@
 // and the candidates, so the rule is tested without a ledger.
 //
 // A task may be claimed when a slot is free, every prerequisite is done, and
-// none of its roots or locks conflicts with a lease another holder has (a
-// root conflicts with the same root, its ancestors and its descendants; a
-// lock with the same name). Work is handed out oldest first; asking for one
-// task never claims another (older) one.
+// none of its roots or locks overlaps a lease another holder has (a managed
+// task's or a task-list run's; see src/scope/lease.hpp). Work is handed out
+// oldest first; asking for one task never claims another (older) one.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "src/scope/lease.hpp"
+
 namespace taskforce::control {
 
-/// What a lease is on.
-enum class lease_kind { root, lock };
-
-/// "root" or "lock".
-const char* to_string(lease_kind x);
-
-/// One row of bg_leases: a holder (a managed task's id, or
-/// `run_task_holder(run, task)`) writes under a root or holds a lock.
-struct lease {
-  std::string holder;
-  lease_kind kind = lease_kind::root;
-  std::string name;
-};
-
-/// The holder name of a task-list run's task: "run/<run>/<task>".
-std::string run_task_holder(const std::string& run_id,
-                            const std::string& task_id);
-
-/// A root or lock wanted while another holder has a conflicting one.
-struct lease_conflict {
-  /// Who has it.
-  std::string holder;
-  lease_kind kind = lease_kind::root;
-  /// What they have (e.g. "src").
-  std::string held;
-  /// What was wanted (e.g. "src/lib").
-  std::string wanted;
-
-  /// "root src/lib overlaps root src of bg-1".
-  std::string describe() const;
-};
-
-/// The first conflict of `roots` and `locks` (canonical) with `held` leases
-/// of holders other than `self`; nullopt when there is none.
-std::optional<lease_conflict>
-find_conflict(const std::string& self, const std::vector<std::string>& roots,
-              const std::vector<std::string>& locks,
-              const std::vector<lease>& held);
+// The rule of leases itself (what overlaps what, how a conflict is told)
+// is src/scope/lease.hpp, shared with task-list runs.
+using scope::find_conflict;
+using scope::lease;
+using scope::lease_conflict;
+using scope::lease_kind;
 
 /// A queued task as the choice sees it.
 struct candidate {

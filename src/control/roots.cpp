@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "src/control/error.hpp"
+#include "src/scope/path.hpp"
 #include "src/text/join.hpp"
 #include "src/text/strings.hpp"
 
@@ -26,16 +27,6 @@ std::optional<fs::path> inside(const fs::path& p, const fs::path& top) {
 }
 
 } // namespace
-
-bool path_within(std::string_view path, std::string_view root) {
-  if (path.size() < root.size() || path.compare(0, root.size(), root) != 0)
-    return false;
-  return path.size() == root.size() || path[root.size()] == '/';
-}
-
-bool roots_conflict(std::string_view a, std::string_view b) {
-  return path_within(a, b) || path_within(b, a);
-}
 
 std::vector<std::string> fold_roots(std::vector<std::string> roots) {
   std::sort(roots.begin(), roots.end());
@@ -82,10 +73,9 @@ scope::physical_path locate(const scope::physical_root& repo,
   auto first = normal.begin()->string();
   if (first == "..")
     return refused(in_quotes(path) + " escapes the repository");
-  if (first == ".git" || first == ".taskforce")
-    return refused(in_quotes(path) + " is inside " + first
-                   + "/, which belongs to "
-                   + (first == ".git" ? "git" : "taskforce"));
+  if (auto owned = scope::find_owned_folder(normal.generic_string());
+      !owned.folder.empty())
+    return refused(in_quotes(path) + " points " + owned.describe());
   auto located = repo.resolve(rel);
   if (located.error.empty() && (located.path.empty() || located.path == "."))
     return refused(in_quotes(path)
@@ -101,11 +91,36 @@ scope::physical_path locate(const scope::physical_root& repo,
   return located;
 }
 
+std::string nested_git_folder(const scope::physical_root& repo,
+                              const std::string& root) {
+  auto base = repo.root() / root;
+  std::error_code ec;
+  fs::recursive_directory_iterator it{
+    base, fs::directory_options::skip_permission_denied, ec};
+  for (; !ec && it != fs::recursive_directory_iterator{}; it.increment(ec)) {
+    std::error_code type_ec;
+    if (it->symlink_status(type_ec).type() != fs::file_type::directory)
+      continue;
+    auto rel
+      = (fs::path{root} / it->path().lexically_relative(base)).generic_string();
+    auto owned = scope::find_owned_folder(rel);
+    if (!owned.folder.empty())
+      return owned.folder;
+  }
+  return {};
+}
+
 std::string canonical_root(const scope::physical_root& repo,
                            std::string_view root) {
   auto located = locate(repo, root);
   if (!located.error.empty())
     throw control_error(control_errc::bad_request, "root " + located.error);
+  if (auto nested = nested_git_folder(repo, located.path); !nested.empty())
+    throw control_error(
+      control_errc::bad_request,
+      "root " + in_quotes(root) + " holds a nested git repository (" + nested
+        + "/): writes into its git folder would go unseen; name the folders "
+          "beside it as roots");
   return located.path;
 }
 

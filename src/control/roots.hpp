@@ -6,11 +6,12 @@
 // `docs`; a path that does not exist yet is resolved through its nearest
 // existing parent. A root is refused (control_errc::bad_request, naming it)
 // when it is empty, the repository's top folder, absolute outside the
-// repository, escaping it (`../x`), or in `.git` or `.taskforce`, directly
-// or through a symlink. Canonical roots are repository-relative with `/`
-// separators and no `.`/`..` parts; the list is de-duplicated and nested
-// roots are folded into their ancestor (["src/lib", "./src", "src"] →
-// ["src"]).
+// repository, escaping it (`../x`), in `.git` or `.taskforce` (or a nested
+// repository's `.git`; in any case, see scope::find_owned_folder), directly
+// or through a symlink, or when it holds a nested repository. Canonical
+// roots are repository-relative with `/` separators and no `.`/`..` parts;
+// the list is de-duplicated and nested roots are folded into their ancestor
+// (["src/lib", "./src", "src"] → ["src"]).
 //
 // Conflicts and containment of canonical roots are pure text functions
 // (component-wise: `src` contains `src/lib`, not `srcx`); the filesystem
@@ -22,17 +23,16 @@
 #include <string_view>
 #include <vector>
 
+#include "src/scope/lease.hpp"
 #include "src/scope/physical.hpp"
 
 namespace taskforce::control {
 
 // -- pure ---------------------------------------------------------------------
 
-/// Whether canonical `path` is `root` or lies below it, component-wise.
-bool path_within(std::string_view path, std::string_view root);
-
-/// Whether two canonical roots conflict: the same, or one inside the other.
-bool roots_conflict(std::string_view a, std::string_view b);
+// Containment and conflicts of canonical roots (src/scope/lease.hpp).
+using scope::path_within;
+using scope::roots_conflict;
 
 /// Sorted, de-duplicated canonical roots with each nested root folded into
 /// its ancestor.
@@ -46,7 +46,16 @@ std::vector<std::string> fold_roots(std::vector<std::string> roots);
 scope::physical_path locate(const scope::physical_root& repo,
                             std::string_view path);
 
-/// One root canonicalised; throws control_error(bad_request) naming it.
+/// The first folder named `.git` (in any case) below the canonical `root`
+/// (a nested repository's), as a repository path; empty when there is
+/// none. Symlinked folders are not entered; a submodule's `.git` file is
+/// an ordinary file.
+std::string nested_git_folder(const scope::physical_root& repo,
+                              const std::string& root);
+
+/// One root canonicalised; throws control_error(bad_request) naming it, and
+/// also when it holds a nested repository (nested_git_folder), whose git
+/// folder the completion gate could not judge.
 std::string canonical_root(const scope::physical_root& repo,
                            std::string_view root);
 

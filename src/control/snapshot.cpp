@@ -46,10 +46,6 @@ bool record(snapshot& out, const fs::path& p, const std::string& rel) {
   return S_ISDIR(st.st_mode);
 }
 
-bool skipped_folder(const fs::path& name) {
-  return name == ".git" || name == ".taskforce";
-}
-
 void walk(snapshot& out, const fs::path& top, const std::string& root) {
   auto base = top / root;
   std::error_code ec;
@@ -58,8 +54,10 @@ void walk(snapshot& out, const fs::path& top, const std::string& root) {
   for (; !ec && it != fs::recursive_directory_iterator{}; it.increment(ec)) {
     auto& p = it->path();
     auto rel = root + "/" + p.lexically_relative(base).generic_string();
-    if (record(out, p, rel) && skipped_folder(p.filename()))
-      it.disable_recursion_pending();
+    // Nothing is skipped: a root never lies in taskforce's or git's own
+    // folders, so a `.git` below one is a nested repository's, and a
+    // write into it must be seen.
+    record(out, p, rel);
   }
 }
 

@@ -5,10 +5,13 @@
 // A snapshot maps each file under the roots (repository-relative) to a
 // fingerprint "<size>:<mtime ns>:<content hash>"; a symlink is recorded by
 // its target text ("link:<target>"), and a root that does not exist as
-// "-". Folders named .git or .taskforce are skipped, symlinked folders are
-// recorded as links and never entered, other kinds of files (sockets,
-// fifos) are ignored. Two fingerprints are the same file when size and
-// content hash (or the link text) agree: touching a file changes nothing.
+// "-". Symlinked folders are recorded as links and never entered, other
+// kinds of files (sockets, fifos) are ignored. Nothing else is skipped: a
+// nested repository's `.git` under a root (one made after the task was
+// prepared; prepare refuses a root that holds one) is recorded like any
+// folder, so writes into it are seen. Two fingerprints are the same file when
+// size and content hash (or the link text) agree: touching a file changes
+// nothing.
 #pragma once
 
 #include <filesystem>

@@ -11,6 +11,7 @@
 
 #include "src/control/deps.hpp"
 #include "src/control/roots.hpp"
+#include "src/store/leases.hpp"
 #include "src/store/ledger.hpp"
 #include "src/store/sqlite.hpp"
 #include "src/text/join.hpp"
@@ -143,10 +144,14 @@ std::vector<std::string> sorted_difference(const std::vector<std::string>& a,
 /// state and version with an event.
 class bg_txn {
  public:
-  bg_txn(sqlite::connection& c, int64_t now) : c(c), now(now) {}
+  bg_txn(sqlite::connection& c, int64_t now,
+         const std::filesystem::path& run_lock)
+    : c(c), now(now), run_lock(run_lock) {}
 
   sqlite::connection& c;
   int64_t now;
+  /// The repository's run lock: whether a run's leases are alive.
+  const std::filesystem::path& run_lock;
   std::vector<bg_change> changes;
 
   std::optional<stored> load(const std::string& id) {
@@ -193,12 +198,9 @@ class bg_txn {
       while (st.step())
         t.deps.push_back(st.text(0));
     }
-    auto st = c.use("SELECT kind, name FROM bg_leases WHERE holder = ?1 "
-                    "ORDER BY kind, name");
-    st.bind(1, t.id);
-    while (st.step())
-      (st.text(0) == "root" ? t.leased_roots : t.leased_locks)
-        .push_back(st.text(1));
+    for (auto& l : store::leases_of(c, t.id))
+      (l.kind == lease_kind::lock ? t.leased_locks : t.leased_roots)
+        .push_back(l.name);
     return t;
   }
 
@@ -269,49 +271,23 @@ class bg_txn {
     save(row, after, std::move(detail));
   }
 
-  // -- leases --
+  // -- leases (src/store/leases.hpp) --
 
+  /// Every live lease; run tasks' leases whose run is not driven any more
+  /// are given up on the way.
   std::vector<lease> leases() {
-    auto st = c.use("SELECT holder, kind, name FROM bg_leases "
-                    "ORDER BY holder, kind, name");
-    std::vector<lease> result;
-    while (st.step())
-      result.push_back(lease{
-        st.text(0), st.text(1) == "root" ? lease_kind::root : lease_kind::lock,
-        st.text(2)});
-    return result;
-  }
-
-  bool holds_leases(const std::string& holder) {
-    auto st = c.use("SELECT 1 FROM bg_leases WHERE holder = ?1 LIMIT 1");
-    st.bind(1, holder);
-    return st.step();
+    return store::live_leases(c, run_lock, true);
   }
 
   void take(const std::string& holder, const std::vector<std::string>& roots,
             const std::vector<std::string>& locks) {
-    auto insert = [&](const char* kind, const std::string& name) {
-      auto st = c.use("INSERT OR IGNORE INTO bg_leases (holder, kind, name) "
-                      "VALUES (?1, ?2, ?3)");
-      st.bind(1, holder).bind(2, kind).bind(3, name);
-      st.run();
-    };
-    for (auto& r : roots)
-      insert("root", r);
-    for (auto& l : locks)
-      insert("lock", l);
+    store::take_leases(c, holder, scope::root_claims(roots, locks));
   }
 
   /// Gives up the holder's leases (and a task's baseline with them); how
   /// many there were.
   int drop(const std::string& holder) {
-    int n = 0;
-    {
-      auto st = c.use("DELETE FROM bg_leases WHERE holder = ?1");
-      st.bind(1, holder);
-      st.run();
-      n = c.changes();
-    }
+    int n = store::drop_leases(c, holder);
     auto st = c.use("DELETE FROM bg_baseline WHERE task_id = ?1");
     st.bind(1, holder);
     st.run();
@@ -519,7 +495,7 @@ bool has_baseline(sqlite::connection& c, const std::string& id) {
 // --- the store ---------------------------------------------------------------
 
 bg_store::bg_store(store::ledger& db, const std::filesystem::path& repo_top)
-  : db_(db), repo_(repo_top) {}
+  : db_(db), repo_(repo_top), run_lock_(db.run_lock_file()) {}
 
 prepare_result bg_store::prepare(const bg_contract& contract,
                                  const bg_limits& limits, int64_t now_ms) {
@@ -530,7 +506,7 @@ prepare_result bg_store::prepare(const bg_contract& contract,
   auto deps = unique_in_order(contract.deps);
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   for (auto& d : deps)
     if (!x.load(d))
       refuse(control_errc::bad_request, "unknown dependency " + d);
@@ -593,7 +569,7 @@ start_result bg_store::start(const std::optional<std::string>& task_id,
                              const bg_limits& limits, int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   start_result result;
   if (task_id)
     x.must_load(*task_id);
@@ -634,7 +610,7 @@ start_result bg_store::start(const std::optional<std::string>& task_id,
 link_result bg_store::consume(const std::string& token, int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   auto row = x.by_token(token);
   if (row.t.token_consumed)
     refuse(control_errc::token_used,
@@ -666,7 +642,7 @@ link_result bg_store::link(const std::string& token,
   // must not hold the ledger's write lock.
   std::optional<snapshot> baseline;
   {
-    bg_txn peek{c, now_ms};
+    bg_txn peek{c, now_ms, run_lock_};
     std::optional<stored> row;
     try {
       row = peek.by_token(token);
@@ -677,7 +653,7 @@ link_result bg_store::link(const std::string& token,
       baseline = take_snapshot(repo_.root(), row->t.roots);
   }
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   auto row = x.by_token(token);
   auto& id = row.t.id;
   if (!row.t.token_consumed && row.t.token_expires_ms
@@ -755,7 +731,7 @@ link_result bg_store::link(const std::string& token,
 std::vector<bg_change> bg_store::expire(int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   x.expire();
   x.settle();
   txn.commit();
@@ -766,7 +742,7 @@ std::vector<bg_task>
 bg_store::status(const std::optional<std::string>& task_id) const {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, false};
-  bg_txn x{c, 0};
+  bg_txn x{c, 0, run_lock_};
   std::vector<bg_task> result;
   if (task_id) {
     result.push_back(x.complete(x.must_load(*task_id).t));
@@ -780,7 +756,7 @@ bg_store::status(const std::optional<std::string>& task_id) const {
 std::optional<bg_task> bg_store::find(const std::string& task_id) const {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, false};
-  bg_txn x{c, 0};
+  bg_txn x{c, 0, run_lock_};
   auto row = x.load(task_id);
   if (!row)
     return std::nullopt;
@@ -820,7 +796,7 @@ write_verdict bg_store::may_write(const std::string& child_session,
   std::optional<stored> row;
   {
     sqlite::transaction txn{c, false};
-    bg_txn x{c, 0};
+    bg_txn x{c, 0, run_lock_};
     // The live task of the session first, else its latest.
     auto rows = x.load_where("child_session = ?1", child_session);
     for (auto& r : rows)
@@ -860,7 +836,7 @@ tree_diff bg_store::recorded_changes(const std::string& task_id) const {
   std::vector<std::string> roots;
   {
     sqlite::transaction txn{c, false};
-    bg_txn x{c, 0};
+    bg_txn x{c, 0, run_lock_};
     auto row = x.must_load(task_id);
     if (!has_baseline(c, task_id))
       return {};
@@ -882,7 +858,7 @@ completion_check bg_store::begin_completion(const completion_claim& claim,
       now_tree = take_snapshot(repo_.root(), task->roots);
   }
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   auto row = x.must_load(claim.task_id);
   auto& id = row.t.id;
   if (row.t.state == bg_state::checking)
@@ -982,7 +958,7 @@ finish_result bg_store::finish_completion(const std::string& task_id,
                                           int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   auto row = x.must_load(task_id);
   if (row.t.state == bg_state::cancelled)
     refuse(control_errc::invalid_state, "task " + task_id + " is cancelled");
@@ -1024,7 +1000,7 @@ continue_result bg_store::continue_task(const std::string& task_id,
     refuse(control_errc::bad_request, "a continuation needs its request text");
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   x.must_load(task_id);
   x.expire();
   auto row = x.must_load(task_id);
@@ -1081,7 +1057,7 @@ continue_result bg_store::continue_task(const std::string& task_id,
 cancel_result bg_store::cancel(const std::string& task_id, int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   auto row = x.must_load(task_id);
   cancel_result result;
   auto state = row.t.state;
@@ -1159,7 +1135,7 @@ std::vector<bg_change> bg_store::fail(const std::string& task_id,
                                       int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   auto row = x.must_load(task_id);
   auto state = row.t.state;
   if (!allowed(state, bg_state::failed))
@@ -1191,7 +1167,7 @@ std::vector<bg_change> bg_store::add_dependency(const std::string& task_id,
                                                 int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   auto row = x.must_load(task_id);
   x.must_load(prerequisite);
   if (task_id == prerequisite)
@@ -1250,7 +1226,7 @@ std::vector<bg_change> bg_store::end_session(const std::string& child_session,
                                              int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   interrupt_running(
     x, x.load_where("state = 'running' AND child_session = ?1", child_session),
     "its child session " + in_quotes(child_session)
@@ -1264,7 +1240,7 @@ bg_store::reconcile(const std::vector<std::string>& alive, int64_t now_ms) {
   std::set<std::string> living(alive.begin(), alive.end());
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   std::vector<stored> gone;
   for (auto& row : x.load_where("state = 'running'"))
     if (!row.t.child_session || !living.count(*row.t.child_session))
@@ -1279,7 +1255,7 @@ bg_store::reconcile(const std::vector<std::string>& alive, int64_t now_ms) {
 std::vector<bg_change> bg_store::recover(int64_t now_ms) {
   auto& c = *db_.db_;
   sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
+  bg_txn x{c, now_ms, run_lock_};
   // A token that expired while the server was down frees its task first.
   x.expire();
   for (auto& row : x.load_where("state IN ('ready', 'starting')"))
@@ -1302,47 +1278,10 @@ std::vector<bg_change> bg_store::recover(int64_t now_ms) {
   return std::move(x.changes);
 }
 
-std::optional<lease_conflict>
-bg_store::hold_run_task(const std::string& run_id, const std::string& task_id,
-                        const std::vector<std::string>& roots, int64_t now_ms) {
-  auto canonical = canonical_roots(repo_, roots);
-  auto holder = run_task_holder(run_id, task_id);
-  auto& c = *db_.db_;
-  sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
-  if (auto conflict = find_conflict(holder, canonical, {}, x.leases()))
-    return conflict;
-  x.take(holder, canonical, {});
-  x.event(std::nullopt, "run_task.held", std::nullopt, std::nullopt,
-          json{{"holder", holder}, {"roots", canonical}});
-  txn.commit();
-  return std::nullopt;
-}
-
-int bg_store::release_run_task(const std::string& run_id,
-                               const std::string& task_id, int64_t now_ms) {
-  auto holder = run_task_holder(run_id, task_id);
-  auto& c = *db_.db_;
-  sqlite::transaction txn{c, true};
-  bg_txn x{c, now_ms};
-  int n = 0;
-  {
-    auto st = c.use("DELETE FROM bg_leases WHERE holder = ?1");
-    st.bind(1, holder);
-    st.run();
-    n = c.changes();
-  }
-  if (n > 0)
-    x.event(std::nullopt, "run_task.released", std::nullopt, std::nullopt,
-            json{{"holder", holder}, {"count", n}});
-  txn.commit();
-  return n;
-}
-
 std::vector<lease> bg_store::leases() const {
   auto& c = *db_.db_;
-  bg_txn x{c, 0};
-  return x.leases();
+  sqlite::transaction txn{c, false};
+  return store::live_leases(c, run_lock_, false);
 }
 
 } // namespace taskforce::control

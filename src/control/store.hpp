@@ -2,7 +2,10 @@
 // contracts, dispatch and continuation tokens, slots, write-root and lock
 // leases, dependencies and the completion gate's bookkeeping, in the
 // repository's ledger (tables bg_tasks, bg_deps, bg_leases, bg_baseline,
-// bg_events; see src/store/schema.cpp).
+// bg_events; see src/store/schema.cpp). The leases are the one reservation
+// table shared with task-list runs (src/store/leases.hpp): a managed task
+// waits (queued) while a running run task reserves what it would write, as
+// it waits for another managed task.
 //
 // Contract:
 // - A bg_store works on an open ledger's connection, in the thread that
@@ -420,25 +423,15 @@ class bg_store {
   /// stay running (reconcile decides about them).
   std::vector<bg_change> recover(int64_t now_ms);
 
-  // -- task-list runs --
-
-  /// Reserves `roots` (canonicalised) for the running task `task_id` of
-  /// run `run_id`, beside the managed tasks' leases: nullopt when held
-  /// (idempotent), else the conflict and nothing is held.
-  std::optional<lease_conflict>
-  hold_run_task(const std::string& run_id, const std::string& task_id,
-                const std::vector<std::string>& roots, int64_t now_ms);
-
-  /// Gives up the run task's leases; how many there were.
-  int release_run_task(const std::string& run_id, const std::string& task_id,
-                       int64_t now_ms);
-
-  /// Every lease held now.
+  /// Every lease held now, task-list runs' included (those of a run that
+  /// is not being driven any more are left out: src/store/leases.hpp).
   std::vector<lease> leases() const;
 
  private:
   store::ledger& db_;
   scope::physical_root repo_;
+  /// The repository's run lock file, beside the ledger.
+  std::filesystem::path run_lock_;
 };
 
 } // namespace taskforce::control

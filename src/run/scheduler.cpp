@@ -73,6 +73,7 @@ scheduler::scheduler(plan::task_graph graph, std::vector<task_record> records,
   merge_repairs_.assign(n, 0);
   waiting_.assign(n, 0);
   skipped_by_.assign(n, std::nullopt);
+  reserved_.assign(n, false);
   for (size_t i = 0; i < n; ++i) {
     if (graph_.task(i).done)
       records_[i].state = task_state::done;
@@ -123,7 +124,7 @@ bool scheduler::awaiting_answer() const {
 
 bool scheduler::eligible(size_t i) const {
   auto& r = records_[i];
-  return waiting_[i] == 0 && schedulable(r.state) && !r.hold;
+  return waiting_[i] == 0 && schedulable(r.state) && !r.hold && !reserved_[i];
 }
 
 // -- bookkeeping --------------------------------------------------------------
@@ -289,8 +290,8 @@ void scheduler::settle(decision& d) {
     case run_phase::running: break;
     default: return;
   }
-  if (!ready_.empty() || held_open_ > 0)
-    return; // next() starts them, or tasks are joining
+  if (!ready_.empty() || held_open_ > 0 || waits_elsewhere())
+    return; // next() starts them, tasks are joining, or a start waits
   std::vector<std::string> failed;
   bool all_over = true;
   for (size_t i = 0; i < records_.size(); ++i) {
@@ -593,6 +594,32 @@ decision scheduler::refused(size_t i, task_state actual, std::string why) {
   return d;
 }
 
+decision scheduler::reserved_elsewhere(size_t i, task_state actual,
+                                       std::string why) {
+  decision d;
+  if (records_[i].state != task_state::running || !schedulable(actual))
+    return d; // moved on meanwhile: its later changes have the last word
+  records_[i].state = actual;
+  records_[i].reason = std::move(why);
+  reserved_[i] = true;
+  refresh(i);
+  settle(d);
+  return d;
+}
+
+bool scheduler::waits_elsewhere() const {
+  return std::find(reserved_.begin(), reserved_.end(), true) != reserved_.end();
+}
+
+decision scheduler::retry_reserved() {
+  for (size_t i = 0; i < reserved_.size(); ++i)
+    if (reserved_[i]) {
+      reserved_[i] = false;
+      refresh(i);
+    }
+  return {};
+}
+
 // -- a person decides ---------------------------------------------------------
 
 namespace {
@@ -737,6 +764,7 @@ steer_result scheduler::add(std::vector<task_spec> specs) {
   merge_repairs_.resize(graph_.size(), 0);
   waiting_.resize(graph_.size(), 0);
   skipped_by_.resize(graph_.size(), std::nullopt);
+  reserved_.resize(graph_.size(), false);
   for (size_t i = first; i < graph_.size(); ++i) {
     auto& spec = graph_.task(i);
     auto& rec = records_[i];

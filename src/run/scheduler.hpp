@@ -23,6 +23,7 @@
 //   running ──pause──▶ pausing ──nothing active──▶ paused
 //      │                                             ▲
 //      ├──nothing can start, someone must act────────┘
+//      │  (a task waiting for a managed task's reservation keeps it running)
 //      ├──every task done or skipped (or failed, continueOnError)──▶ completed
 //      └──abort──▶ aborting ──nothing active──▶ aborted
 //
@@ -355,6 +356,22 @@ class scheduler {
   /// (a run that was completing pauses instead: its end was not recorded).
   decision refused(size_t i, task_state actual, std::string why);
 
+  /// The ledger did not record the start of task `i` because another
+  /// holder (a managed background task) reserves what it writes; it has
+  /// the task in `actual` with `why` ("waits for managed task bg-1
+  /// (src)"). The task waits there, out of the choice, until
+  /// `retry_reserved`; meanwhile the run neither pauses nor completes on
+  /// its account. Ignored when the task is no longer starting.
+  decision reserved_elsewhere(size_t i, task_state actual, std::string why);
+
+  /// Whether a task waits for a reservation held elsewhere.
+  bool waits_elsewhere() const;
+
+  /// Lets the tasks that wait for a reservation held elsewhere be chosen
+  /// again (a later look at the ledger): the next `next()` tries to start
+  /// them, and the ledger decides once more.
+  decision retry_reserved();
+
   // -- a person decides ------------------------------------------------------
 
   /// review: integrate it; held: lift the hold.
@@ -435,6 +452,8 @@ class scheduler {
   std::vector<size_t> waiting_;
   /// Per task: the failed or blocked task that made it skipped.
   std::vector<std::optional<size_t>> skipped_by_;
+  /// Per task: its start waits for a reservation held elsewhere.
+  std::vector<bool> reserved_;
   /// Tasks that may start: deps done, schedulable, not on hold.
   std::set<ready_key> ready_;
   /// Pending tasks that entered ready_ and are not recorded ready yet.

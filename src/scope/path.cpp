@@ -2,7 +2,37 @@
 
 #include <vector>
 
+#include "src/text/strings.hpp"
+
 namespace taskforce::scope {
+
+std::string owned_folder::describe() const {
+  if (nested)
+    return "into " + folder + "/, a nested repository's git folder, which "
+           + "belongs to " + owner;
+  return "into " + folder + "/, which belongs to " + owner;
+}
+
+owned_folder find_owned_folder(std::string_view path) {
+  size_t start = 0;
+  bool first = true;
+  while (start <= path.size()) {
+    auto end = path.find('/', start);
+    if (end == std::string_view::npos)
+      end = path.size();
+    auto part = path.substr(start, end - start);
+    if (!part.empty() && part != ".") {
+      auto name = lower(part);
+      bool git = name == ".git";
+      if (git || (first && name == ".taskforce"))
+        return {std::string{path.substr(0, end)}, git ? "git" : "taskforce",
+                !first};
+      first = false;
+    }
+    start = end + 1;
+  }
+  return {};
+}
 
 normalized_path normalize_path(std::string_view raw) {
   auto refuse = [&](std::string why) {
@@ -35,18 +65,16 @@ normalized_path normalize_path(std::string_view raw) {
   }
   if (segments.empty())
     return refuse("names the repository root; write ** to claim everything");
-  // Only the literal first segment can be checked: a glob such as `*/x`
-  // may match inside .git/, but git never reports such a path as changed.
-  if (segments.front() == ".git" || segments.front() == ".taskforce")
-    return refuse("points into " + std::string{segments.front()}
-                  + "/, which belongs to "
-                  + (segments.front() == ".git" ? "git" : "taskforce"));
   std::string out;
   for (auto segment : segments) {
     if (!out.empty())
       out += '/';
     out += segment;
   }
+  // Only literal segments can be checked: a glob such as `*/x` may match
+  // inside .git/, but git never reports such a path as changed.
+  if (auto owned = find_owned_folder(out); !owned.folder.empty())
+    return refuse("points " + owned.describe());
   if (directory)
     out += '/';
   return {out, ""};

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "src/scope/glob.hpp"
+#include "src/scope/path.hpp"
 #include "src/text/strings.hpp"
 
 namespace fs = std::filesystem;
@@ -46,10 +47,6 @@ bool read_link(const fs::path& link, std::string& target) {
     }
     buffer.resize(buffer.size() * 2);
   }
-}
-
-std::string owner_of(const std::string& first) {
-  return first == ".git" ? "git" : "taskforce";
 }
 
 } // namespace
@@ -113,12 +110,16 @@ physical_path physical_root::judge(std::string_view spelled,
     return {"", in_quotes(spelled)
                   + " leads through a symlink to the repository's top "
                     "folder; write ** to claim everything"};
-  auto first = rel.begin()->string();
-  if (first == ".git" || first == ".taskforce")
-    return {"", in_quotes(spelled) + " leads through a symlink into " + first
-                  + "/ (" + rel.generic_string() + "), which belongs to "
-                  + owner_of(first)};
-  return {rel.generic_string(), ""};
+  auto where = rel.generic_string();
+  if (auto owned = find_owned_folder(where); !owned.folder.empty()) {
+    auto as_written
+      = fs::path{std::string{spelled}}.lexically_normal().generic_string();
+    if (as_written == where)
+      return {"", in_quotes(spelled) + " points " + owned.describe()};
+    return {"", in_quotes(spelled) + " leads through a symlink "
+                  + owned.describe() + " (" + where + ")"};
+  }
+  return {where, ""};
 }
 
 physical_path physical_root::resolve(std::string_view path) const {
@@ -182,10 +183,11 @@ physical_path physical_root::locate_changed(std::string_view path) const {
   if (rel.empty() || *rel.begin() == "..")
     return {"", in_quotes(path) + " is a symlink to " + text
                   + ", outside the repository"};
-  auto first = rel == "." ? std::string{} : rel.begin()->string();
-  if (first == ".git" || first == ".taskforce")
-    return {"", in_quotes(path) + " is a symlink to " + text + ", into " + first
-                  + "/, which belongs to " + owner_of(first)};
+  auto owned
+    = rel == "." ? owned_folder{} : find_owned_folder(rel.generic_string());
+  if (!owned.folder.empty())
+    return {"", in_quotes(path) + " is a symlink to " + text + ", "
+                  + owned.describe()};
   return where;
 }
 

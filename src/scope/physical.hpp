@@ -8,7 +8,9 @@
 // that does not exist (a dangling link is followed by its text, as a write
 // through it would create its target); what does not exist yet is taken as
 // written. A path that ends up outside the repository, at its top folder,
-// or in `.git` or `.taskforce` is refused.
+// or in a folder git or taskforce owns (`.git` or `.taskforce` at the top,
+// a nested repository's `.git` anywhere, in any case: path.hpp's
+// find_owned_folder) is refused.
 //
 // This is the filesystem-facing half of the scope rules; path.hpp holds
 // the pure normalisation. Symlink targets are read with lstat/readlink,

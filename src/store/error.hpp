@@ -21,6 +21,9 @@ enum class ledger_errc {
   invalid_transition,
   /// A JSON argument is not a JSON object.
   bad_json,
+  /// What a task is to write is reserved by another holder (a managed
+  /// task, another run's task): it waits; the message says for whom.
+  reserved,
 };
 
 /// A failed ledger call: `what()` says what and why, SQLite's message

@@ -10,11 +10,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "src/store/leases.hpp"
+#include "src/store/run_lock.hpp"
 #include "src/store/sqlite.hpp"
 #include "src/text/enum_name.hpp"
 
 namespace taskforce::store {
 
+namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // --- free functions ----------------------------------------------------------
@@ -467,33 +470,56 @@ void write_fields(sqlite::connection& c, const std::string& run_id,
   st.run();
 }
 
-// One task transition inside an open write transaction: the lifecycle
-// check, the attempt bookkeeping, the task row and the event.
-/// A task's write roots beside managed background tasks' (bg_leases, holder
-/// "run/<run>/<task>"): held from its move to running (roots given), given
-/// up once it is neither running, verifying nor merging. In the
-/// transition's own transaction, so they cost no write of their own.
-void hold_write_roots(sqlite::connection& c, const std::string& run_id,
-                      const std::string& task_id, task_state to,
-                      const std::vector<std::string>& roots) {
-  auto holder = "run/" + run_id + "/" + task_id;
-  bool working = to == task_state::running || to == task_state::verifying
-                 || to == task_state::merging;
-  if (!working) {
-    auto st = c.use("DELETE FROM bg_leases WHERE holder = ?1");
-    st.bind(1, holder);
-    st.run();
-    return;
-  }
-  for (const auto& root : roots) {
-    auto st = c.use("INSERT OR IGNORE INTO bg_leases (holder, kind, name) "
-                    "VALUES (?1, 'root', ?2)");
-    st.bind(1, holder).bind(2, root);
-    st.run();
-  }
+/// Whether a task in `x` occupies what it writes: its leases are held.
+bool working(task_state x) {
+  return x == task_state::running || x == task_state::verifying
+         || x == task_state::merging;
 }
 
+/// A run task's leases (holder "run/<run>/<task>"), in the transition's
+/// own transaction, so they cost no write of their own: a start (into
+/// running from outside the working states) checks its claims against the
+/// live leases of every other holder and is refused (`reserved`, naming
+/// what it waits for) on an overlap; they are held while it works and
+/// given up when it stops.
+void reserve_scope(sqlite::connection& c, const fs::path& run_lock,
+                   const std::string& run_id, const std::string& task_id,
+                   task_state from, const task_change& change) {
+  auto holder = scope::run_task_holder(run_id, task_id);
+  if (!working(change.to)) {
+    drop_leases(c, holder);
+    return;
+  }
+  if (!change.reserves)
+    return;
+  bool start = change.to == task_state::running && !working(from);
+  if (!start) {
+    take_leases(c, holder, *change.reserves);
+    return;
+  }
+  if (auto conflict = reserve(c, run_lock, holder, *change.reserves))
+    throw ledger_error(ledger_errc::reserved, conflict->waits_for());
+}
+
+/// The reason of a task whose start was refused as `reserved`: what it
+/// waits for, with a `task.waits` event when that is news.
+void note_waiting(sqlite::connection& c, const std::string& run_id,
+                  const std::string& task_id, const std::string& why,
+                  int64_t now_ms) {
+  auto st = c.use("UPDATE tasks SET reason = ?3, updated_ms = ?4 "
+                  "WHERE run_id = ?1 AND task_id = ?2 "
+                  "AND reason IS NOT ?3");
+  st.bind(1, run_id).bind(2, task_id).bind(3, why).bind(4, now_ms);
+  st.run();
+  if (c.changes() > 0)
+    insert_event(c, run_id, task_id, "task.waits", dump(json{{"reason", why}}),
+                 now_ms);
+}
+
+// One task transition inside an open write transaction: the lifecycle
+// check, the attempt bookkeeping, the task row, its leases and the event.
 transition_result apply_transition(sqlite::connection& c,
+                                   const fs::path& run_lock,
                                    const std::string& run_id,
                                    const std::string& task_id,
                                    const task_change& change,
@@ -588,7 +614,7 @@ transition_result apply_transition(sqlite::connection& c,
   data["reason"] = nullable(change.reason);
   if (change.exit_code)
     data["exit_code"] = *change.exit_code;
-  hold_write_roots(c, run_id, task_id, to, change.write_roots);
+  reserve_scope(c, run_lock, run_id, task_id, from, change);
   result.event
     = insert_event(c, run_id, task_id, "task.state", dump(data), now_ms);
   return result;
@@ -626,6 +652,10 @@ ledger::ledger(std::unique_ptr<sqlite::connection> db,
 ledger::ledger(ledger&&) noexcept = default;
 ledger& ledger::operator=(ledger&&) noexcept = default;
 ledger::~ledger() = default;
+
+fs::path ledger::run_lock_file() const {
+  return path_.parent_path() / run_lock_file_name;
+}
 
 ledger ledger::open(const std::filesystem::path& path,
                     const ledger_options& options) {
@@ -815,33 +845,42 @@ transition_result ledger::transition(const std::string& run_id,
                                      const std::string& task_id,
                                      const task_change& change,
                                      int64_t now_ms) {
-  auto data = parse_object(change.data_json, "the event data");
-  sqlite::transaction txn{*db_, true};
-  auto result = apply_transition(*db_, run_id, task_id, change, data, now_ms);
-  txn.commit();
-  return result;
+  auto outcome = transition_batch({{run_id, task_id, change}}, now_ms);
+  if (auto* e = std::get_if<ledger_error>(&outcome.front()))
+    throw *e;
+  return std::get<transition_result>(outcome.front());
 }
 
 std::vector<batch_outcome>
 ledger::transition_batch(const std::vector<task_change_request>& changes,
                          int64_t now_ms) {
   auto& c = *db_;
+  auto run_lock = run_lock_file();
   std::vector<batch_outcome> result;
   result.reserve(changes.size());
   sqlite::transaction txn{c, true};
   for (auto& req : changes) {
-    // A savepoint per change: a refused one is rolled back alone.
-    sqlite::savepoint item{c};
-    try {
-      auto data = parse_object(req.change.data_json, "the event data");
-      result.emplace_back(
-        apply_transition(c, req.run_id, req.task_id, req.change, data, now_ms));
-      item.release();
-    } catch (const ledger_error& e) {
-      if (e.code() == ledger_errc::sqlite)
-        throw; // the transaction itself is in doubt: all or nothing
-      result.emplace_back(e);
+    std::optional<ledger_error> refused;
+    {
+      // A savepoint per change: a refused one is rolled back alone.
+      sqlite::savepoint item{c};
+      try {
+        auto data = parse_object(req.change.data_json, "the event data");
+        result.emplace_back(apply_transition(
+          c, run_lock, req.run_id, req.task_id, req.change, data, now_ms));
+        item.release();
+      } catch (const ledger_error& e) {
+        if (e.code() == ledger_errc::sqlite)
+          throw; // the transaction itself is in doubt: all or nothing
+        refused = e;
+      }
     }
+    if (!refused)
+      continue;
+    // A start that waits for another holder says so in the task's reason.
+    if (refused->code() == ledger_errc::reserved)
+      note_waiting(c, req.run_id, req.task_id, refused->what(), now_ms);
+    result.emplace_back(std::move(*refused));
   }
   txn.commit();
   return result;
@@ -1059,7 +1098,8 @@ recovery ledger::mark_interrupted(const std::string& run_id,
       task_change change;
       change.to = task_state::interrupted;
       change.reason = reason;
-      apply_transition(c, run_id, t.id, change, json::object(), now_ms);
+      apply_transition(c, run_lock_file(), run_id, t.id, change, json::object(),
+                       now_ms);
       result.interrupted.push_back(t.id);
     } else if (t.state == task_state::merging) {
       result.merging.push_back(t.id);

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "src/run/task_state.hpp"
+#include "src/scope/lease.hpp"
 #include "src/store/error.hpp"
 #include "src/store/schema.hpp"
 
@@ -294,10 +295,15 @@ struct task_change {
   /// Stored on the attempt this change opens (attempts.model); empty or
   /// unset = the agent's own default (NULL).
   std::optional<std::string> attempt_model;
-  /// With a move to running: the folders and files the task writes, held
-  /// (bg_leases) beside managed background tasks' roots until it is
-  /// neither running, verifying nor merging.
-  std::vector<std::string> write_roots;
+  /// With a move to running or merging: what the task writes (its scope's
+  /// claims, scope::task_claims), reserved in the one reservation table
+  /// (leases.hpp) under `run/<run>/<task>` while it is running, verifying
+  /// or merging, and given up when it leaves those states. A start (into
+  /// running from any other state) is refused with `reserved` when a live
+  /// lease of another holder overlaps: the task then stays where it was,
+  /// and its reason says what it waits for. Unset: the task's leases stay
+  /// as they are (none are taken).
+  std::optional<std::vector<scope::claim>> reserves;
   /// A JSON object merged into the event's data; the ledger's own keys
   /// (`from`, `to`, `event`, `attempt`, `reason`, `exit_code` and the
   /// fields set) win over the caller's.
@@ -437,6 +443,10 @@ class ledger {
     return path_;
   }
 
+  /// The repository's run lock file beside it (`.taskforce/run.lock`):
+  /// whether a run's leases are alive (leases.hpp).
+  std::filesystem::path run_lock_file() const;
+
   // -- runs --
 
   /// Creates the run (state running) with all its tasks and a `run.created`
@@ -484,7 +494,9 @@ class ledger {
 
   /// Moves a task and writes its `task.state` event in one transaction; the
   /// attempt bookkeeping follows the state (see the contract). Throws
-  /// not_found, invalid_transition (lifecycle or `expect`) or bad_json.
+  /// not_found, invalid_transition (lifecycle or `expect`), bad_json or
+  /// reserved (a start whose scope another holder reserves: the task's
+  /// reason then says what it waits for, and nothing else changed).
   transition_result transition(const std::string& run_id,
                                const std::string& task_id,
                                const task_change& change, int64_t now_ms);
@@ -492,10 +504,11 @@ class ledger {
   /// Group commit: applies the changes in order in one transaction, so they
   /// cost one sync instead of one each. Each change stands alone: a refused
   /// one (not_found, invalid_transition, bad_json) writes nothing and the
-  /// others still apply; later changes see earlier ones. Throws (and writes
-  /// nothing at all) only when the transaction itself fails. A ledger actor
-  /// can gather the transitions waiting in its mailbox into one batch and
-  /// acknowledge each after the single commit.
+  /// others still apply (a start refused as `reserved` writes only the
+  /// task's reason: what it waits for); later changes see earlier ones. Throws
+  /// (and writes nothing at all) only when the transaction itself fails. A
+  /// ledger actor can gather the transitions waiting in its mailbox into one
+  /// batch and acknowledge each after the single commit.
   std::vector<batch_outcome>
   transition_batch(const std::vector<task_change_request>& changes,
                    int64_t now_ms);

@@ -250,8 +250,8 @@ CREATE TABLE bg_deps (
 -- What a live holder writes: a write root (kind 'root', canonical,
 -- repository-relative, a folder or a file) or a named lock (kind 'lock').
 -- Holders are managed tasks (their id) and the running tasks of task-list
--- runs ("run/<run>/<task>", whose roots are their scope's literal folders),
--- so the two never write the same root at once.
+-- runs ("run/<run>/<task>"), so the two never write the same root at once.
+-- (Version 5 adds the kind 'glob'.)
 CREATE TABLE bg_leases (
   holder TEXT NOT NULL,
   kind   TEXT NOT NULL CHECK (kind IN ('root','lock')),
@@ -307,6 +307,23 @@ CREATE TABLE monitors (
   created_ms   INTEGER NOT NULL,
   updated_ms   INTEGER NOT NULL
 );
+)sql";
+
+// Version 5: the reservation table holds globs too, so a task-list run's
+// task reserves its scope as written (`src/*.ts`, or `**` for a task
+// without files) beside managed tasks' roots and locks.
+constexpr const char* step_5 = R"sql(
+CREATE TABLE bg_leases_v5 (
+  holder TEXT NOT NULL,
+  kind   TEXT NOT NULL CHECK (kind IN ('root','glob','lock')),
+  name   TEXT NOT NULL,
+  PRIMARY KEY (holder, kind, name)
+) WITHOUT ROWID;
+INSERT INTO bg_leases_v5 (holder, kind, name)
+  SELECT holder, kind, name FROM bg_leases;
+DROP TABLE bg_leases;
+ALTER TABLE bg_leases_v5 RENAME TO bg_leases;
+CREATE INDEX bg_leases_by_name ON bg_leases (kind, name);
 )sql";
 
 /// The tables a ledger of each version has (a database without them is
@@ -367,6 +384,7 @@ const char* step(int version) {
     case 2: return step_2;
     case 3: return step_3;
     case 4: return step_4;
+    case 5: return step_5;
     default: return nullptr;
   }
 }

@@ -10,6 +10,8 @@
 //      co_changes and co_change_tasks (files that change together).
 //   4  managed background work: bg_tasks, bg_deps, bg_leases, bg_baseline,
 //      bg_events; monitors.
+//   5  bg_leases also holds globs (kind 'glob'): the one reservation table
+//      of runs and managed tasks.
 //
 // A ledger is created by the same steps that migrate one (1, then 2, …), so
 // a new ledger and a migrated one have the same tables. A migration runs all
@@ -29,7 +31,7 @@ class connection;
 namespace schema {
 
 /// The schema version this code writes.
-constexpr int current = 4;
+constexpr int current = 5;
 
 /// The SQL of step `version`: for 1 it creates the first tables, for each
 /// later one it changes the previous version's tables into its own.

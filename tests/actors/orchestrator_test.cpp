@@ -6,6 +6,7 @@
 #define FAIL(m) CAF_FAIL(m)
 #include <caf/test/dsl.hpp>
 
+#include <algorithm>
 #include <memory>
 
 #include "actors/run_fakes.hpp"
@@ -431,6 +432,59 @@ CAF_TEST(an abort by another process is noticed at the next look) {
   CAF_REQUIRE_EQUAL(rec->finished.size(), 1u);
   CAF_CHECK_EQUAL(rec->finished[0].first, run_state::aborted);
   CAF_CHECK_EQUAL(rec->finished[0].second, "aborted by taskforce abort");
+}
+
+CAF_TEST(a task waits for a managed tasks reservation and starts at a later
+           look once it is gone) {
+  prepare = true;
+  book->reserved["a"] = "waits for managed task bg-1 (src)";
+  start({spec("a", {"src/a.ts"}), spec("b", {"docs/"})});
+  auto launches = [this](const std::string& id) {
+    auto ids = rec->launched_ids();
+    return std::count(ids.begin(), ids.end(), id);
+  };
+  // The start carries what the task writes, for the ledger to reserve.
+  auto& first = book->batches.at(0);
+  for (auto& c : first.changes)
+    if (c.to == task_state::running && c.task_id == "a")
+      CAF_CHECK(c.facts.files == std::vector<std::string>{"src/a.ts"});
+  // b runs; a waits, ready, with the reason (its standby worker went), and
+  // the run stays running.
+  CAF_CHECK_EQUAL(state("b"), task_state::running);
+  CAF_CHECK_EQUAL(rec->went, strings{"b"});
+  CAF_CHECK_EQUAL(state("a"), task_state::ready);
+  CAF_CHECK_EQUAL(book->tasks["a"].reason, "waits for managed task bg-1 (src)");
+  CAF_CHECK_EQUAL(book->run, run_state::running);
+  auto said = std::find_if(
+    rec->events.begin(), rec->events.end(), [](const run_event& ev) {
+      return ev.task_id == "a" && ev.state == task_state::ready
+             && ev.reason
+                  == "waits for managed task bg-1 "
+                     "(src)";
+    });
+  CAF_CHECK(said != rec->events.end());
+  // b ends; the run neither pauses nor completes while a waits.
+  outcome("b", run::attempt_end::done);
+  CAF_CHECK_EQUAL(state("b"), task_state::done);
+  CAF_CHECK_EQUAL(book->run, run_state::running);
+  CAF_CHECK(rec->finished.empty());
+  // At the next look (time as the test moves it) the start is tried
+  // again, without a worker on standby; the reservation is still there.
+  auto tried = launches("a");
+  auto batches = book->batches.size();
+  sched.advance_time(std::chrono::milliseconds(500));
+  sched.run();
+  CAF_CHECK_GREATER(book->batches.size(), batches);
+  CAF_CHECK_EQUAL(state("a"), task_state::ready);
+  CAF_CHECK_EQUAL(launches("a"), tried);
+  // The managed task is done: the next look starts a.
+  book->reserved.clear();
+  sched.advance_time(std::chrono::milliseconds(500));
+  sched.run();
+  CAF_CHECK_EQUAL(state("a"), task_state::running);
+  CAF_CHECK_EQUAL(launches("a"), tried + 1);
+  outcome("a", run::attempt_end::done);
+  CAF_CHECK_EQUAL(book->run, run_state::completed);
 }
 
 CAF_TEST(a worker that dies ends its attempt and the task is tried again) {

@@ -64,6 +64,10 @@ struct ledger_book {
   /// When set, sees every change the ledger is about to write (a
   /// simulation checks its rules there).
   std::function<void(const task_transition&)> on_write;
+  /// Tasks whose start another holder's reservation holds up (a managed
+  /// task's), with the reason the ledger gives: their start is refused as
+  /// a wait and the reason recorded.
+  std::map<std::string, std::string> reserved;
 
   void add_task(const std::string& id, task_state st = task_state::pending) {
     tasks[id].state = st;
@@ -85,6 +89,15 @@ struct ledger_book {
       ack.refusal = "task " + tr.task_id + " is "
                     + std::string{to_string(t.state)} + ", not "
                     + to_string(tr.from);
+      return ack;
+    }
+    if (auto r = reserved.find(tr.task_id); r != reserved.end()
+                                            && tr.to == task_state::running
+                                            && !in_attempt(tr.from)) {
+      ack.actual = t.state;
+      ack.refusal = r->second;
+      ack.waits = true;
+      t.reason = r->second;
       return ack;
     }
     if (on_write)

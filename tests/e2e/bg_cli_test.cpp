@@ -278,6 +278,32 @@ CAF_TEST(bad usage exits 2 naming the problem and changes nothing) {
   CAF_CHECK_EQUAL(status.answer["tasks"], json::array());
 }
 
+CAF_TEST(gits folders in any case are neither roots nor places to write) {
+  // .GIT is .git on a case-insensitive filesystem; src/.git is a nested
+  // repository's git folder; a root holding one is refused too.
+  git_ok(root / "docs", {"init", "-q", "vendor"});
+  for (auto bad : {".GIT", ".Git/hooks", ".TASKFORCE", "src/.git", "docs"}) {
+    auto r = prepare("t", bad);
+    CAF_MESSAGE("--root " << bad << ": " << r.err);
+    CAF_CHECK_EQUAL(r.code, 2);
+    CAF_CHECK_EQUAL(r.answer["error"]["code"], "bad_request");
+    CAF_CHECK(contains(r.err, "git") || contains(r.err, "taskforce"));
+  }
+  CAF_CHECK(contains(prepare("t", "docs").err,
+                     "holds a nested git repository (docs/vendor/.git/)"));
+  auto status = bg({"status"});
+  CAF_CHECK_EQUAL(status.answer["tasks"], json::array());
+  auto ok = prepare("parser", "src");
+  CAF_REQUIRE_EQUAL(link(ok, "c1"), 0);
+  auto nested = bg({"may-write", "c1", "src/.git/config"});
+  CAF_CHECK_EQUAL(nested.code, 1);
+  CAF_CHECK_EQUAL(nested.answer["allowed"], false);
+  CAF_CHECK(contains(nested.answer["reason"].get<std::string>(),
+                     "nested repository's git folder"));
+  CAF_CHECK_EQUAL(bg({"may-write", "c1", ".GIT/hooks/pre-commit"}).code, 1);
+  CAF_CHECK_EQUAL(bg({"may-write", "c1", "src/main.c"}).code, 0);
+}
+
 CAF_TEST(reconcile with none alive takes an explicit none) {
   auto first = prepare("parser", "src");
   CAF_REQUIRE_EQUAL(link(first, "c1"), 0);

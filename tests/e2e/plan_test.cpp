@@ -348,6 +348,29 @@ CAF_TEST(the config picks the headings format and sequential deps) {
   CAF_CHECK(checklist.err.find("no tasks found") != std::string::npos);
 }
 
+CAF_TEST(plan refuses gits folders in any case and a nested repositorys) {
+  repo_fixture repo;
+  auto root = repo.dir.path();
+  repo.dir.write("bad.md", "- [ ] Hook\n  - files: .GIT/hooks/pre-commit\n"
+                           "- [ ] Nested\n  - files: vendor/lib/.git/config\n"
+                           "- [ ] State\n  - files: .Taskforce/ledger.sqlite\n"
+                           "- [ ] Fine\n  - files: vendor/lib/.gitignore\n");
+  auto bad = taskforce_cli({"plan", "--json", "bad.md"}, root);
+  CAF_CHECK_EQUAL(bad.status, 2);
+  CAF_CHECK(bad.err.find("bad.md:2: files: \".GIT/hooks/pre-commit\" points "
+                         "into .GIT/, which belongs to git")
+            != std::string::npos);
+  CAF_CHECK(bad.err.find("bad.md:4: files: \"vendor/lib/.git/config\" points "
+                         "into vendor/lib/.git/, a nested repository's git "
+                         "folder, which belongs to git")
+            != std::string::npos);
+  CAF_CHECK(bad.err.find("bad.md:6: files: \".Taskforce/ledger.sqlite\" "
+                         "points into .Taskforce/, which belongs to taskforce")
+            != std::string::npos);
+  auto errors = json::parse(bad.out)["errors"];
+  CAF_CHECK_EQUAL(errors.size(), 3u);
+}
+
 CAF_TEST(plan judges scopes where they lie through symlinks) {
   repo_fixture repo;
   auto root = repo.dir.path();

@@ -30,6 +30,17 @@ struct fixture : scenario {
     git_ok(root, {"commit", "-q", "-m", "layout"});
   }
 
+  /// Task `id` of the latest run as "state: reason"; "" while there is no
+  /// ledger yet (a driver just started).
+  std::string seen(const std::string& id) {
+    try {
+      auto t = task(id);
+      return std::string{to_string(t.state)} + ": " + t.reason.value_or("");
+    } catch (const store::ledger_error&) {
+      return "";
+    }
+  }
+
   /// `taskforce serve --stdio` in the project with `control` as its control
   /// section.
   std::unique_ptr<serve_process> serve(const std::string& control = "{}") {
@@ -254,6 +265,136 @@ CAF_TEST(
   CAF_CHECK_NOT_EQUAL(started.output.find("\"token\":\""), std::string::npos);
   auto status = tf({"bg", "status"});
   CAF_CHECK_EQUAL(status.output.find("run/"), std::string::npos);
+}
+
+CAF_TEST(a task of a task list waits while a managed task holds its
+           folder and starts once that task is cancelled) {
+  // Both sides name src through a symlink: they meet where it lies.
+  std::filesystem::create_symlink("src", root / "alias");
+  git_ok(root, {"add", "alias"});
+  git_ok(root, {"commit", "-q", "-m", "alias"});
+  tasks("- [ ] Edit the library\n  - id: t1\n  - files: alias/lib.txt\n"
+        "  - run: echo edited > alias/lib.txt\n");
+  // A managed task holds src/, its child linked.
+  auto prepared = tf({"bg", "prepare", "--title", "lib", "--agent", "coder",
+                      "--prompt", "p", "--root", "alias"});
+  CAF_REQUIRE_EQUAL(prepared.code, 0);
+  auto token = json::parse(prepared.output)["dispatch"]["token"];
+  CAF_REQUIRE(token.is_string());
+  CAF_REQUIRE_EQUAL(
+    tf({"bg", "link", token.get<std::string>(), "child-1"}).code, 0);
+  auto driver = start_taskforce(*this, {"run", "TASKS.md", "--plain"});
+  // The run's task waits, saying for whom, in the ledger and in status.
+  CAF_REQUIRE(eventually([&] {
+    return seen("t1") == "ready: waits for managed task bg-1 (src)";
+  }));
+  auto status = tf({"status"});
+  CAF_CHECK_NOT_EQUAL(status.output.find("waits for managed task bg-1 (src)"),
+                      std::string::npos);
+  CAF_CHECK_EQUAL(to_string(task("t1").state), std::string{"ready"});
+  CAF_CHECK_EQUAL(read_file(root / "src/lib.txt"), "lib\n");
+  // The managed task goes; at a later look the run's task starts.
+  auto cancelled_at = store::wall_clock_ms();
+  CAF_REQUIRE_EQUAL(tf({"bg", "cancel", "bg-1"}).code, 0);
+  CAF_CHECK_EQUAL(proc::wait_for(driver.pid).code, 0);
+  CAF_CHECK_EQUAL(to_string(task("t1").state), std::string{"done"});
+  auto db = ledger();
+  auto attempts = db.attempts(run().id, "t1");
+  CAF_REQUIRE_EQUAL(attempts.size(), 1u);
+  CAF_CHECK_GREATER_OR_EQUAL(attempts[0].started_ms, cancelled_at);
+  CAF_CHECK_EQUAL(read_file(root / "src/lib.txt"), "edited\n");
+}
+
+CAF_TEST(a managed task on a folder reached through a symlink waits for the
+           running task of a task list) {
+  std::filesystem::create_symlink("src", root / "alias");
+  git_ok(root, {"add", "alias"});
+  git_ok(root, {"commit", "-q", "-m", "alias"});
+  auto flag = dir.path() / "go";
+  tasks("- [ ] Write the library\n  - id: t1\n  - files: src/lib.txt\n"
+        "  - run: while [ ! -e "
+        + flag.string() + " ]; do sleep 0.05; done; echo x > src/lib.txt\n");
+  auto driver = start_taskforce(*this, {"run", "TASKS.md", "--plain"});
+  CAF_REQUIRE(eventually([&] {
+    return seen("t1").rfind("running:", 0) == 0;
+  }));
+  // alias is src: it overlaps the task's file.
+  auto queued = tf({"bg", "prepare", "--title", "lib", "--agent", "coder",
+                    "--prompt", "p", "--root", "alias"});
+  auto q = json::parse(queued.output);
+  CAF_CHECK_EQUAL(q["task"]["state"], "queued");
+  CAF_CHECK_EQUAL(q["task"]["roots"], json({"src"}));
+  CAF_CHECK_NOT_EQUAL(q["task"]["reason"].get<std::string>().find(
+                        "overlaps root src/lib.txt of task t1 of run "),
+                      std::string::npos);
+  auto refused = json::parse(tf({"bg", "start", "bg-1"}).output);
+  CAF_CHECK(refused["dispatch"].is_null());
+  std::ofstream{flag} << "go";
+  CAF_CHECK_EQUAL(proc::wait_for(driver.pid).code, 0);
+  auto started = json::parse(tf({"bg", "start", "bg-1"}).output);
+  CAF_CHECK(started["dispatch"]["token"].is_string());
+}
+
+CAF_TEST(the folders of a killed drivers task are free for managed work) {
+  auto flag = dir.path() / "go";
+  tasks("- [ ] Write the library\n  - id: t1\n  - files: src/\n"
+        "  - run: while [ ! -e "
+        + flag.string() + " ]; do sleep 0.05; done\n");
+  auto driver = start_taskforce(*this, {"run", "TASKS.md", "--plain"});
+  CAF_REQUIRE(eventually([&] {
+    return tf({"bg", "status"}).output.find("\"holder\":\"run/")
+           != std::string::npos;
+  }));
+  ::kill(driver.pid, SIGKILL);
+  CAF_CHECK_EQUAL(proc::wait_for(driver.pid).signal, SIGKILL);
+  // Nobody drives the run any more: its task holds nothing.
+  auto status = tf({"bg", "status"});
+  CAF_CHECK_EQUAL(status.output.find("\"holder\":\"run/"), std::string::npos);
+  auto prepared = json::parse(tf({"bg", "prepare", "--title", "lib", "--agent",
+                                  "coder", "--prompt", "p", "--root", "src"})
+                                .output);
+  CAF_CHECK_EQUAL(prepared["task"]["state"], "ready");
+  CAF_CHECK(prepared["dispatch"]["token"].is_string());
+  // The worker the driver left behind (the next resume would kill it)
+  // ends, before the repository goes.
+  std::ofstream{flag} << "go";
+  CAF_CHECK(eventually([&] {
+    return processes_mentioning(flag.string()).empty();
+  }));
+}
+
+CAF_TEST(a killed servers managed task keeps a task list waiting until it is
+           cancelled) {
+  tasks("- [ ] Edit the library\n  - id: t1\n  - files: src/lib.txt\n"
+        "  - run: echo edited > src/lib.txt\n");
+  {
+    auto srv = serve();
+    auto& peer = srv->peer;
+    auto prepared = peer.call({{"id", 1},
+                               {"op", "bg.prepare"},
+                               {"title", "lib"},
+                               {"agent", "coder"},
+                               {"prompt", "p"},
+                               {"roots", {"src"}}});
+    CAF_REQUIRE_EQUAL(prepared["ok"], true);
+    auto linked = peer.call({{"id", 2},
+                             {"op", "bg.link"},
+                             {"token", prepared["dispatch"]["token"]},
+                             {"child_session", "child-1"}});
+    CAF_REQUIRE_EQUAL(linked["ok"], true);
+    srv->signal(SIGKILL);
+    CAF_CHECK_EQUAL(srv->wait(), -SIGKILL);
+  }
+  // Its child may still be writing: the run's task waits for it.
+  auto driver = start_taskforce(*this, {"run", "TASKS.md", "--plain"});
+  CAF_REQUIRE(eventually([&] {
+    return seen("t1") == "ready: waits for managed task bg-1 (src)";
+  }));
+  CAF_CHECK_EQUAL(read_file(root / "src/lib.txt"), "lib\n");
+  CAF_REQUIRE_EQUAL(tf({"bg", "cancel", "bg-1"}).code, 0);
+  CAF_CHECK_EQUAL(proc::wait_for(driver.pid).code, 0);
+  CAF_CHECK_EQUAL(to_string(task("t1").state), std::string{"done"});
+  CAF_CHECK_EQUAL(read_file(root / "src/lib.txt"), "edited\n");
 }
 
 CAF_TEST(outside a repository the control plane is unavailable and the pool

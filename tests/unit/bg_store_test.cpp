@@ -1,6 +1,7 @@
 // The store of managed background tasks on a real ledger and a real folder
 // tree: contracts, one-use tokens, slots and leases, dependencies, the
-// completion gate's bookkeeping, cancels, restarts and run-task leases.
+// completion gate's bookkeeping, cancels and restarts (run tasks' leases:
+// reservation_test.cpp).
 #define CAF_SUITE unit.bg_store
 #include <caf/test/unit_test.hpp>
 
@@ -396,25 +397,6 @@ CAF_TEST(a dependency cycle is refused) {
   CAF_CHECK_EQUAL(task(c).deps, strings{a});
 }
 
-CAF_TEST(run tasks and managed tasks never hold the same root) {
-  auto held = bg->hold_run_task("r1", "t1", {"src"}, t0);
-  CAF_CHECK(!held);
-  CAF_CHECK(!bg->hold_run_task("r1", "t1", {"src"}, t0)); // idempotent
-  auto q = bg->prepare(contract("managed", {"src/lib"}), limits, t0);
-  CAF_CHECK_EQUAL(q.task.state, bg_state::queued);
-  CAF_CHECK(contains(*q.task.reason, "of run/r1/t1"));
-  auto docs = dispatched(contract("docs", {"docs"}));
-  auto conflict = bg->hold_run_task("r1", "t2", {"docs/guide.md"}, t0);
-  CAF_REQUIRE(conflict);
-  CAF_CHECK_EQUAL(conflict->holder, docs.task_id);
-  CAF_CHECK_EQUAL(conflict->held, "docs");
-  CAF_CHECK_EQUAL(bg->release_run_task("r1", "t1", t0), 1);
-  CAF_CHECK_EQUAL(bg->release_run_task("r1", "t1", t0), 0);
-  auto next = bg->start(std::nullopt, limits, t0 + 1);
-  CAF_REQUIRE(next.dispatch);
-  CAF_CHECK_EQUAL(next.dispatch->task_id, q.task.id);
-}
-
 // --- the completion gate -----------------------------------------------------
 
 CAF_TEST(a claim must match the changes recorded under the roots) {
@@ -726,6 +708,50 @@ CAF_TEST(a write through a symlink is judged where it lands) {
     bg->may_write("child", (repo / "src/new.ts").string(), true).allowed);
 }
 
+CAF_TEST(gits folders in any case and nested repositories are refused) {
+  // As roots: .GIT is .git on a case-insensitive filesystem; a nested
+  // repository's git folder belongs to git wherever it is.
+  for (auto root :
+       {".GIT", ".Git/hooks", ".TASKFORCE", "src/.git", "src/.GIT/hooks"}) {
+    auto why = refusal(control_errc::bad_request, [&] {
+      bg->prepare(contract("bad", {root}), limits, t0);
+    });
+    CAF_CHECK(contains(why, "which belongs to"));
+    CAF_MESSAGE(why);
+  }
+  // A root holding a nested repository: writes into its git folder would
+  // go unseen, so the root is refused.
+  fs::create_directories(repo / "src" / "vendor" / "lib" / ".git");
+  write("src/vendor/lib/.git/HEAD", "ref: refs/heads/main\n");
+  CAF_CHECK(contains(refusal(control_errc::bad_request,
+                             [&] {
+                               bg->prepare(contract("vendor", {"src"}), limits,
+                                           t0);
+                             }),
+                     "holds a nested git repository (src/vendor/lib/.git/)"));
+  CAF_CHECK(bg->status().empty());
+  fs::remove_all(repo / "src" / "vendor");
+  // A write there by a child rooted above it is refused.
+  running(contract("a", {"src"}), "child");
+  auto nested = bg->may_write("child", "src/.git/config", true);
+  CAF_CHECK(!nested.allowed);
+  CAF_CHECK(contains(nested.reason, "nested repository's git folder"));
+  auto upper = bg->may_write("child", "src/lib/.GIT/hooks/pre-commit", true);
+  CAF_CHECK(!upper.allowed);
+  CAF_CHECK(!bg->may_write("child", ".GIT/config", true).allowed);
+  CAF_CHECK(bg->may_write("child", "src/.gitignore", true).allowed);
+}
+
+CAF_TEST(a nested repository made after the link is seen by the gate) {
+  auto id = running(contract("a", {"src"}), "child");
+  write("src/sub/.git/config", "[core]\n");
+  write("src/sub/x.ts", "x\n");
+  auto r = bg->begin_completion(
+    {id, completion_status::done, "", {"src/sub/x.ts"}}, limits, t0 + 5);
+  CAF_CHECK(!r.accepted);
+  CAF_CHECK_EQUAL(r.unclaimed, strings{"src/sub/.git/config"});
+}
+
 CAF_TEST(a deleted file is claimed like a changed one) {
   auto id = running(contract("a", {"src"}), "child");
   fs::remove(repo / "src" / "a.ts");
@@ -752,16 +778,6 @@ CAF_TEST(a restart frees a task whose token expired meanwhile) {
   auto changes = bg->recover(t0 + token_lifetime_ms + 1);
   CAF_CHECK_EQUAL(ids(changes), strings{d.task_id + ":state:queued"});
   CAF_CHECK(task(d.task_id).leased_roots.empty());
-}
-
-CAF_TEST(a run task with a bad root holds nothing) {
-  CAF_CHECK(
-    contains(refusal(control_errc::bad_request,
-                     [&] {
-                       bg->hold_run_task("r1", "t1", {"src", "../x"}, t0);
-                     }),
-             "escapes the repository"));
-  CAF_CHECK(bg->leases().empty());
 }
 
 CAF_TEST(a task without roots holds none and writes nowhere) {

@@ -327,7 +327,7 @@ CAF_TEST(a version 3 ledger is migrated to version 4 and keeps every row) {
     CAF_CHECK_EQUAL(reader.tasks("r1").size(), 3u);
   }
   auto db = ledger::open(file);
-  CAF_CHECK_EQUAL(db.schema_version(), 4);
+  CAF_CHECK_EQUAL(db.schema_version(), schema::current);
   CAF_CHECK_EQUAL(db.tasks("r1").size(), 3u);
   raw_db raw{file};
   CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM bg_tasks"), 0);
@@ -337,6 +337,34 @@ CAF_TEST(a version 3 ledger is migrated to version 4 and keeps every row) {
                   SQLITE_OK);
   CAF_CHECK_NOT_EQUAL(raw.exec("DELETE FROM bg_events"), SQLITE_OK);
   CAF_CHECK_NOT_EQUAL(raw.exec("UPDATE bg_events SET kind = 'x'"), SQLITE_OK);
+}
+
+CAF_TEST(a version 4 ledger is migrated to version 5 and keeps its leases) {
+  schema::create(file, 4);
+  {
+    raw_db raw{file};
+    CAF_REQUIRE_EQUAL(
+      raw.exec("INSERT INTO bg_leases VALUES ('bg-1', 'root', 'src')"),
+      SQLITE_OK);
+    // Version 4 holds roots and locks only.
+    CAF_CHECK_NOT_EQUAL(
+      raw.exec("INSERT INTO bg_leases VALUES ('run/r/t', 'glob', '*.ts')"),
+      SQLITE_OK);
+  }
+  {
+    auto db = ledger::open(file);
+    CAF_CHECK_EQUAL(db.schema_version(), 5);
+  }
+  raw_db raw{file};
+  CAF_CHECK_EQUAL(raw.scalar("SELECT count(*) FROM bg_leases WHERE holder = "
+                             "'bg-1' AND kind = 'root' AND name = 'src'"),
+                  1);
+  CAF_CHECK_EQUAL(
+    raw.exec("INSERT INTO bg_leases VALUES ('run/r/t', 'glob', '*.ts')"),
+    SQLITE_OK);
+  CAF_CHECK_NOT_EQUAL(
+    raw.exec("INSERT INTO bg_leases VALUES ('run/r/t', 'file', 'x')"),
+    SQLITE_OK);
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

@@ -36,6 +36,16 @@ CAF_TEST(absolute escaping and private paths are refused) {
   CAF_CHECK(refused(".git", "points into .git/"));
   CAF_CHECK(refused("./.taskforce/ledger.sqlite", "points into .taskforce/"));
   CAF_CHECK(refused("x/../.git/HEAD", "points into .git/"));
+  // In any case: on a case-insensitive filesystem .GIT is .git.
+  CAF_CHECK(refused(".GIT/hooks/pre-commit", "points into .GIT/"));
+  CAF_CHECK(refused(".Git", "which belongs to git"));
+  CAF_CHECK(refused(".TASKFORCE/ledger.sqlite", "belongs to taskforce"));
+  // A nested repository's git folder, wherever it is, in any case.
+  CAF_CHECK(refused("vendor/lib/.git/config",
+                    "points into vendor/lib/.git/, a nested repository's git "
+                    "folder, which belongs to git"));
+  CAF_CHECK(refused("sub/.GIT/x", "nested repository's git folder"));
+  CAF_CHECK(refused("vendor/*/.git/hooks/*", "nested repository's git"));
   CAF_CHECK(refused("./", "repository root"));
   CAF_CHECK(refused("", "empty"));
 }
@@ -43,5 +53,7 @@ CAF_TEST(absolute escaping and private paths are refused) {
 CAF_TEST(dot git lookalikes are ordinary paths) {
   CAF_CHECK_EQUAL(norm(".gitignore"), ".gitignore");
   CAF_CHECK_EQUAL(norm(".github/workflows/ci.yml"), ".github/workflows/ci.yml");
-  CAF_CHECK_EQUAL(norm("sub/.git/x"), "sub/.git/x");
+  CAF_CHECK_EQUAL(norm("sub/.gitmodules"), "sub/.gitmodules");
+  // .taskforce is taskforce's only at the top.
+  CAF_CHECK_EQUAL(norm("sub/.taskforce/x"), "sub/.taskforce/x");
 }
