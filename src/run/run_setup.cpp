@@ -8,9 +8,11 @@
 #include <variant>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "src/git/git.hpp"
 #include "src/proc/registry.hpp"
+#include "src/run/base_record.hpp"
 #include "src/run/preflight.hpp"
 #include "src/scope/coverage.hpp"
 #include "src/taskfile/parse.hpp"
@@ -419,13 +421,26 @@ open_result open_run(const open_options& opts) {
   git::clear_stale_locks(repo);
   git::prune_worktrees(repo);
   git::empty_trash(repo);
-  git::complete_checkout(repo);
 
   auto db = store::ledger::open(dir / store::ledger_file_name);
+  auto unfinished = db.latest_unfinished_run();
+  // A merge a kill cut short between the base's move and the update of the
+  // checkout: the ledger names it, and only it is completed (an aborted
+  // run's too). Nothing else in the checkout is touched.
+  {
+    std::vector<store::run_row> runs;
+    if (unfinished)
+      runs.push_back(*unfinished);
+    if (auto last = db.latest_run();
+        last && (!unfinished || last->id != unfinished->id))
+      runs.push_back(*last);
+    for (auto& r : runs)
+      for (auto& note : finish_landings(repo, db, r.id, r.base_branch))
+        spdlog::warn("{}", note);
+  }
   // What earlier runs merged is learned before the new graph is built.
   if (cfg.run.co_change_learning)
     learn_co_changes(repo, db);
-  auto unfinished = db.latest_unfinished_run();
   std::string run_id;
   if (opts.file.empty()) {
     if (!unfinished) {
@@ -451,6 +466,7 @@ open_result open_run(const open_options& opts) {
 
   std::vector<merged_before> open_merged;
   std::string base_branch;
+  bool busy = false;
   if (run_id.empty()) {
     // A new run. Tasks an earlier run of the file merged (same content,
     // still in the base) are not run again.
@@ -527,6 +543,10 @@ open_result open_run(const open_options& opts) {
         left.push_back(all[i]);
     }
     refuse_preflight(root, sources[source], left, cfg);
+    // A base move that leaves no name may be that of attempts a kill cut
+    // short.
+    for (auto& row : loaded.rows)
+      busy = busy || in_attempt(row.state) || row.state == task_state::merging;
     refuse_dirty(repo, files, cfg, all, done);
     base_branch = loaded.run.base_branch;
     // Attempts a killed driver cut short become interrupted and a running
@@ -554,9 +574,11 @@ open_result open_run(const open_options& opts) {
       spares.push_back(*row.worktree);
   open_result r;
   r.merged = std::move(open_merged);
+  auto vouched = read_base_state(db, run_id).vouched;
   r.run.emplace(opened_run{std::move(lib), std::move(repo), std::move(lock),
                            std::move(db), file_rel, base_branch,
-                           std::move(loaded), std::move(spares)});
+                           std::move(loaded), std::move(spares),
+                           std::move(vouched), busy});
   return r;
 }
 
