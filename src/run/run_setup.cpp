@@ -55,11 +55,14 @@ fs::path in_repo(const fs::path& root, const std::string& file_rel) {
 // file standing where such a scope needs a folder, is refused in every
 // mode, named with its tasks; in integrate mode any dirty tracked file is, as
 // merges update the checkout. The task files themselves may be edited
-// between runs (a fixed gate command): they are never counted.
+// between runs (a fixed gate command): they are never counted, and neither
+// are the paths in the scope of an attempt cut short in place (`theirs`:
+// those tasks; it goes on over what it wrote).
 void refuse_dirty(git::repository& repo,
                   const std::vector<std::string>& task_files, const config& cfg,
                   const std::vector<task_spec>& specs,
-                  const std::set<std::string>& done) {
+                  const std::set<std::string>& done,
+                  const std::set<std::string>& theirs = {}) {
   // The progress file is the run's to write (run.progressFile), like the
   // boxes of the task files.
   auto own = task_files;
@@ -70,9 +73,21 @@ void refuse_dirty(git::repository& repo,
     own.push_back(progress);
   // taskforce's own folder counts neither (before the first run it is not
   // excluded yet, and may hold a config).
+  std::vector<scope::coverage> cut_short;
+  bool cut_short_everywhere = false;
+  for (auto& s : specs)
+    if (theirs.count(s.id) > 0) {
+      cut_short_everywhere |= s.files.empty();
+      cut_short.emplace_back(s.files);
+    }
   auto drop_task_files = [&](std::vector<std::string>& paths) {
     paths.erase(std::remove_if(paths.begin(), paths.end(),
                                [&](const std::string& p) {
+                                 if (cut_short_everywhere)
+                                   return true;
+                                 for (auto& c : cut_short)
+                                   if (c.covers(p))
+                                     return true;
                                  return std::find(own.begin(), own.end(), p)
                                           != own.end()
                                         || p.rfind(".taskforce/", 0) == 0;
@@ -543,11 +558,20 @@ open_result open_run(const open_options& opts) {
         left.push_back(all[i]);
     }
     refuse_preflight(root, sources[source], left, cfg);
-    // A base move that leaves no name may be that of attempts a kill cut
-    // short.
-    for (auto& row : loaded.rows)
-      busy = busy || in_attempt(row.state) || row.state == task_state::merging;
-    refuse_dirty(repo, files, cfg, all, done);
+    // Attempts cut short in the main checkout (in place or assist: no
+    // worktree of their own) go on over what they wrote, and the base
+    // moves that leave no name may be theirs.
+    std::set<std::string> cut_short;
+    for (auto& row : loaded.rows) {
+      bool cut = in_attempt(row.state) || row.state == task_state::merging
+                 || row.state == task_state::interrupted;
+      if (cut && !db.attempts(run_id, row.id).empty()) {
+        busy = busy || row.state != task_state::interrupted;
+        if (!row.worktree)
+          cut_short.insert(row.id);
+      }
+    }
+    refuse_dirty(repo, files, cfg, all, done, cut_short);
     base_branch = loaded.run.base_branch;
     // Attempts a killed driver cut short become interrupted and a running
     // run paused. What a resume gives another chance (failed, blocked, a
