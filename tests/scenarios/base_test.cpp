@@ -7,7 +7,7 @@
 // fails, the base goes back, the run pauses naming the commits, and no task
 // is done with a merge that is not its own; a person's commits meanwhile
 // stay; a write into the main checkout through $TASKFORCE_REPO fails the
-// attempt.
+// attempt; `status` flags a merge the base no longer has.
 #define CAF_SUITE scenarios.base
 #include <caf/test/unit_test.hpp>
 
@@ -309,6 +309,26 @@ CAF_TEST(a person s commit on main while a task works is kept) {
   CAF_CHECK_EQUAL(on_main(s, "mine.txt"), "mine\n");
   CAF_CHECK_EQUAL(on_main(s, "w.txt"), "w\n");
   CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"done"});
+}
+
+CAF_TEST(status flags a merge the base no longer has) {
+  scenario s;
+  s.tasks("- [ ] A\n  - files: a.txt\n  - run: echo a > a.txt\n");
+  CAF_REQUIRE_EQUAL(s.tf({"run", "TASKS.md"}).code, 0);
+  auto merge = s.task("t1").merge_commit.value_or("");
+  CAF_REQUIRE(!merge.empty());
+  CAF_CHECK_EQUAL(task_json(s, "t1").value("merge_on_base", false), true);
+  // The person drops the merge.
+  git_ok(s.root, {"reset", "-q", "--hard", "HEAD~1"});
+  auto human = s.tf({"status"});
+  CAF_CHECK(contains(human.output,
+                     "merged " + merge.substr(0, 10) + " (no longer on main)"));
+  auto t = task_json(s, "t1");
+  CAF_CHECK_EQUAL(t.value("merge_on_base", true), false);
+  auto logs = s.tf({"logs", "t1"});
+  CAF_CHECK(contains(logs.output, "(no longer on main)"));
+  auto list = s.tf({"list"});
+  CAF_CHECK(contains(list.output, "1 merge no longer on main"));
 }
 
 // -- nothing changes in the main checkout while a task works elsewhere --------
