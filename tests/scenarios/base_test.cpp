@@ -62,23 +62,6 @@ std::string reason_of(scenario& s, const std::string& id) {
            : "";
 }
 
-/// The commit whose subject is `subject`, from every ref and worktree; ""
-/// when none has it.
-std::string commit_with_subject(const scenario& s, const std::string& subject) {
-  for (auto& line :
-       lines_of(git_ok(s.root, {"log", "--all", "--format=%H %s"})))
-    if (line.substr(41) == subject)
-      return line.substr(0, 40);
-  return "";
-}
-
-/// Whether some ref reaches `commit`.
-bool reachable(const scenario& s, const std::string& commit) {
-  return !lines_of(git_ok(s.root, {"for-each-ref", "--contains", commit,
-                                   "--format=%(refname)"}))
-            .empty();
-}
-
 /// A shell loop that waits (at most ~30 s, then fails) until `test` holds.
 std::string until(const std::string& test) {
   return "n=0; until " + test

@@ -87,14 +87,8 @@ void kill_and_resume(const std::string& config, const kill_point& point,
   fs::create_directories(marks);
   s.set_config(config);
   s.tasks(task_file(marks));
-  proc::spawn_options o;
-  o.argv = {TASKFORCE_BINARY,  "--repo", s.root.string(), "--config",
-            s.config.string(), "run",    "TASKS.md",      "--plain"};
-  o.cwd = s.root.string();
-  o.out = proc::stdio::file((s.dir.path() / "killed.log").string(), true);
-  o.err = proc::stdio::to_stdout();
-  o.in = proc::stdio::null();
-  auto child = proc::spawn(o);
+  // In a process group of its own: the kill takes the driver's whole group.
+  auto child = start_taskforce(s, {"run", "TASKS.md", "--plain"}, "killed.log");
   if (point.when)
     eventually(
       [&] {
