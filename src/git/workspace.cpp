@@ -444,9 +444,20 @@ attempt_changes workspace::check_worktree(const attempt_place& req) {
   out = check_worktree_head(req);
   if (!out.moved.empty())
     return out;
-  if (auto w = watched_.find(req.task_id);
-      w != watched_.end() && w->second.attempt == req.attempt)
-    out.main_paths = main_changes(w->second.main, w->second.opened);
+  auto w = watched_.find(req.task_id);
+  if (w == watched_.end() || w->second.attempt != req.attempt)
+    return out;
+  // The main checkout's HEAD is the person's: the run's merges follow it
+  // only while it is on the base.
+  auto& was = w->second.main.head;
+  if (auto now = head_of(repo_); now.ref != was.ref) {
+    out.moved = "HEAD of the main checkout left " + describe_head(was) + " for "
+                + describe_head(now) + "; nothing of the attempt is "
+                + "merged (git checkout " + base_branch_
+                + " there puts it back)";
+    return out;
+  }
+  out.main_paths = main_changes(w->second.main, w->second.opened);
   return out;
 }
 

@@ -349,6 +349,22 @@ CAF_TEST(a worker that writes into the main checkout fails the attempt) {
   CAF_CHECK(run_git(s.root, {"cat-file", "-e", "main:a.txt"}).status != 0);
 }
 
+CAF_TEST(a worker that switches the main checkout to a branch fails) {
+  scenario s;
+  s.set_config(R"({"run": {"maxAttempts": 1}})");
+  s.tasks("- [ ] A\n  - files: a.txt\n"
+          "  - run: git -C \"$TASKFORCE_REPO\" checkout -q -b elsewhere"
+          " && echo a > a.txt\n");
+  auto before = rev(s, "main");
+  auto r = s.tf({"run", "TASKS.md", "--plain"});
+  CAF_CHECK_EQUAL(r.code, 1);
+  CAF_CHECK_EQUAL(rev(s, "main"), before);
+  CAF_CHECK_EQUAL(to_string(s.task("t1").state), std::string{"failed"});
+  CAF_CHECK(contains(reason_of(s, "t1"),
+                     "HEAD of the main checkout left branch main for branch "
+                     "elsewhere"));
+}
+
 CAF_TEST(a person s edit while no task works is not held against one) {
   scenario s;
   s.set_config(R"({"run": {"askUserOnBlocked": true}})");
