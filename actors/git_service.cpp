@@ -8,8 +8,12 @@
 
 #include <caf/all.hpp>
 
+#include <spdlog/spdlog.h>
+
 #include "src/git/review.hpp"
 #include "src/git/workspace.hpp"
+#include "src/run/base_record.hpp"
+#include "src/store/ledger.hpp"
 
 namespace taskforce {
 
@@ -30,6 +34,10 @@ struct git_state {
   std::filesystem::path root;
   /// Open scratch checkouts, by (task, attempt).
   std::map<std::pair<std::string, uint64_t>, git::review_checkout> reviews;
+  /// The service's own connection to the ledger, and what it writes there
+  /// about the base (its landings, the tips it vouches for).
+  std::optional<store::ledger> db;
+  std::unique_ptr<run::base_record> record;
 };
 
 using self_ptr = git_actor::stateful_pointer<git_state>;
@@ -49,6 +57,7 @@ run::merge_end end_of(git::integration::outcome x) {
     case oc::not_merged: return run::merge_end::not_merged;
     case oc::prepared: return run::merge_end::prepared;
     case oc::stale: return run::merge_end::stale;
+    case oc::base_moved: return run::merge_end::base_moved;
     case oc::error: break;
   }
   return run::merge_end::error;
@@ -129,10 +138,29 @@ git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
     std::move(setup.repo), std::move(setup.root), std::move(setup.base_branch),
     std::move(setup.run_id), setup.reuse_worktrees, setup.spares);
   auto& space = *self->state.space;
+  if (!setup.ledger_file.empty()) {
+    try {
+      st.db = store::ledger::open(setup.ledger_file);
+      st.record = std::make_unique<run::base_record>(*st.db, st.run_id);
+    } catch (const std::exception& e) {
+      // The merges still land; a kill between a landing and its checkout
+      // update is then not completed by the next start.
+      spdlog::error("run {}: the git service cannot write to the ledger: {}",
+                    st.run_id, e.what());
+    }
+  }
+  try {
+    space.guard(st.record.get(), setup.vouched, setup.busy,
+                std::move(setup.run_files));
+  } catch (const std::exception& e) {
+    spdlog::error("run {}: cannot look at the base branch: {}", st.run_id,
+                  e.what());
+  }
   return {
     [&space](lease_atom, worktree_request& req) -> caf::result<worktree_lease> {
       try {
-        auto l = space.lease_worktree(req.task_id, req.fresh, req.known_path);
+        auto l = space.lease_worktree(req.task_id, req.fresh, req.known_path,
+                                      req.attempt);
         return worktree_lease{l.path, l.branch, l.reused, l.start};
       } catch (const std::exception& e) {
         return fail(e.what());
@@ -155,7 +183,8 @@ git_actor::behavior_type git_service(self_ptr self, git_service_setup setup) {
       try {
         auto c = space.check({req.run_id, req.task_id, req.attempt,
                               req.checkout, req.branch, req.start});
-        return scope_report{std::move(c.paths), std::move(c.moved)};
+        return scope_report{std::move(c.paths), std::move(c.moved),
+                            std::move(c.base_moved), std::move(c.main_paths)};
       } catch (const std::exception& e) {
         return fail(e.what());
       }

@@ -32,6 +32,16 @@ struct git_service_setup {
   /// Worktrees that may be spares (of tasks done earlier); each is reused
   /// only if it is clean and merged.
   std::vector<std::filesystem::path> spares;
+  /// The ledger, where the service writes down its landings and the base
+  /// tips it vouches for, on a connection of its own (empty: nowhere).
+  std::filesystem::path ledger_file;
+  /// The base tip the run vouched for when it stopped, and whether attempts
+  /// ran then (see git::workspace::guard).
+  std::string vouched;
+  bool busy = false;
+  /// Files the run writes in the main checkout itself (its task file's
+  /// boxes, its progress file).
+  std::vector<std::string> run_files;
 };
 
 /// Spawns the git service (detached).

@@ -909,7 +909,8 @@ void on_outcome(self_ptr self, attempt_outcome& o) {
     facts.exit_code = o.exit_code;
   facts.spent = o.spent;
   count_spent(self, o.spent);
-  if (o.end == run::attempt_end::failed) {
+  if (o.end == run::attempt_end::failed
+      || o.end == run::attempt_end::base_moved) {
     m.previous_failure = o.reason;
     ++m.failed;
   }

@@ -50,22 +50,7 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   // batch of changes.
   m.mailbox = spawn_mailbox(sys, ledger_file);
   m.ledger = spawn_ledger_service(sys, std::move(run.db));
-  git_service_setup gs{std::move(run.repo),
-                       root,
-                       run.base_branch,
-                       run_id,
-                       m.opts.cfg.run.cleanup_worktrees,
-                       {}};
-  for (auto& s : run.spares)
-    gs.spares.push_back(s);
-  m.git = spawn_git_service(sys, std::move(gs));
-  m.lanes = spawn_process_lanes(sys);
-
   auto run_cfg = m.opts.cfg.run;
-  auto self_exe = m.opts.self_exe;
-  auto git = m.git;
-  auto mail = m.mailbox;
-  auto lanes = m.lanes;
   // What the run writes itself, and where each task's box was.
   auto task_file = run.file;
   std::vector<std::string> run_files;
@@ -75,6 +60,25 @@ run_host::run_host(caf::actor_system& sys, run::opened_run opened,
   if (run::check_progress_file(root, run_cfg.progress_file, &progress).empty()
       && !progress.empty())
     run_files.push_back(progress);
+  git_service_setup gs{std::move(run.repo),
+                       root,
+                       run.base_branch,
+                       run_id,
+                       m.opts.cfg.run.cleanup_worktrees,
+                       {},
+                       ledger_file,
+                       run.vouched,
+                       run.busy,
+                       run_files};
+  for (auto& s : run.spares)
+    gs.spares.push_back(s);
+  m.git = spawn_git_service(sys, std::move(gs));
+  m.lanes = spawn_process_lanes(sys);
+
+  auto self_exe = m.opts.self_exe;
+  auto git = m.git;
+  auto mail = m.mailbox;
+  auto lanes = m.lanes;
   std::map<std::string, size_t> lines;
   for (auto& t : run.loaded.graph.tasks())
     lines[t.id] = t.line;

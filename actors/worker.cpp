@@ -14,6 +14,7 @@
 #include "src/run/assist.hpp"
 #include "src/run/run_setup.hpp"
 #include "src/store/ledger.hpp"
+#include "src/text/join.hpp"
 #include "src/worker/model_route.hpp"
 #include "src/worker/prompt.hpp"
 #include "src/worker/scope_check.hpp"
@@ -681,21 +682,32 @@ void check(self_ptr self) {
       if (stopped(self))
         return;
       auto who = st.last_change;
+      auto after = std::string{"after "}
+                   + (who == changed_by::gate ? "the gate" : "the worker")
+                   + " ran, ";
+      if (!report.base_moved.empty())
+        return finish(self, run::attempt_end::base_moved,
+                      after + report.base_moved);
       if (!report.moved.empty())
-        return fail(self,
-                    std::string{"after "}
-                      + (who == changed_by::gate ? "the gate" : "the worker")
-                      + " ran, " + report.moved);
+        return fail(self, after + report.moved);
       // What the run itself writes (a box, a progress block) is no
       // change of this attempt.
       auto& theirs = st.job.run_files;
+      auto own = [&theirs](const std::string& p) {
+        return std::find(theirs.begin(), theirs.end(), p) != theirs.end();
+      };
       report.paths.erase(
-        std::remove_if(report.paths.begin(), report.paths.end(),
-                       [&theirs](const std::string& p) {
-                         return std::find(theirs.begin(), theirs.end(), p)
-                                != theirs.end();
-                       }),
+        std::remove_if(report.paths.begin(), report.paths.end(), own),
         report.paths.end());
+      report.main_paths.erase(
+        std::remove_if(report.main_paths.begin(), report.main_paths.end(), own),
+        report.main_paths.end());
+      if (!report.main_paths.empty())
+        return fail(self, after
+                            + "the main checkout changed, where nothing "
+                              "may change while a task works in its own "
+                              "worktree: "
+                            + join(report.main_paths));
       std::string refused;
       try {
         refused = judge_changes(st.cwd, st.scope, st.job.cfg.enforce_diff_scope,
@@ -886,7 +898,7 @@ void lease(self_ptr self) {
     return;
   }
   worktree_request req{st.job.run_id, st.job.task.id, st.job.fresh,
-                       st.job.known_worktree};
+                       st.job.known_worktree, st.job.attempt};
   self->request(st.job.git, caf::infinite, lease_atom::value, req)
     .then(
       [self](worktree_lease& l) {
@@ -895,6 +907,18 @@ void lease(self_ptr self) {
         st.out.branch = l.branch;
         st.start = l.start;
         st.cwd = l.path;
+        // However the worker ends, the git service stops watching the main
+        // checkout for the attempt.
+        scope_request done{st.job.run_id,
+                           st.job.task.id,
+                           st.job.attempt,
+                           l.path,
+                           l.branch,
+                           l.start,
+                           {}};
+        self->attach_functor([git = st.job.git, done] {
+          caf::anon_send(git, release_atom::value, done);
+        });
         leased(self);
       },
       [self](caf::error& err) {

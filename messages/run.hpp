@@ -163,6 +163,8 @@ struct worktree_request {
   bool fresh = false;
   /// The worktree an earlier attempt used, as the ledger knows it.
   std::string known_path;
+  /// The attempt it is for.
+  uint64_t attempt = 0;
 };
 
 /// Ask the git service what an attempt brings and whether HEAD stayed.
@@ -192,6 +194,13 @@ struct scope_report {
   /// Empty when HEAD is where it belongs; else what moved, and where the
   /// work was kept (the attempt fails with it).
   std::string moved;
+  /// Empty unless the base branch moved by something else than the run's
+  /// own merges and this attempt answers for it (it fails, the run
+  /// pauses): what moved it, and what was done about it.
+  std::string base_moved;
+  /// For an attempt in a worktree of its own: the paths that changed in the
+  /// main checkout since the attempt began (where nothing may change).
+  std::vector<std::string> main_paths;
 };
 
 /// Ask the git service to integrate a task's work into the base branch.
@@ -394,7 +403,7 @@ typename Inspector::result_type inspect(Inspector& f, worktree_lease& x) {
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, worktree_request& x) {
   return f(caf::meta::type_name("taskforce.worktree_request"), x.run_id,
-           x.task_id, x.fresh, x.known_path);
+           x.task_id, x.fresh, x.known_path, x.attempt);
 }
 
 template<class Inspector>
@@ -405,7 +414,8 @@ typename Inspector::result_type inspect(Inspector& f, scope_request& x) {
 
 template<class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scope_report& x) {
-  return f(caf::meta::type_name("taskforce.scope_report"), x.paths, x.moved);
+  return f(caf::meta::type_name("taskforce.scope_report"), x.paths, x.moved,
+           x.base_moved, x.main_paths);
 }
 
 template<class Inspector>
@@ -542,7 +552,8 @@ inline bool operator==(const run_transition& x, const run_transition& y) {
 }
 
 inline bool operator==(const scope_report& x, const scope_report& y) {
-  return x.paths == y.paths && x.moved == y.moved;
+  return x.paths == y.paths && x.moved == y.moved
+         && x.base_moved == y.base_moved && x.main_paths == y.main_paths;
 }
 
 inline bool operator==(const merge_outcome& x, const merge_outcome& y) {

@@ -235,7 +235,9 @@ void print_tail(const std::string& title, const std::string& text) {
 }
 
 void print_logs(const fs::path& root, const store::task_history& h,
-                const std::vector<store::mail_row>& mail) {
+                const std::vector<store::mail_row>& mail,
+                const std::map<std::string, bool>& on_base,
+                const std::string& base_branch) {
   auto& t = h.task;
   std::cout << "task " << t.id << ": " << t.title
             << "\nstate: " << to_string(t.state);
@@ -257,8 +259,13 @@ void print_logs(const fs::path& root, const store::task_history& h,
   if (repo)
     std::cout << branch_line(*repo, t);
   std::cout << worktree_line(t);
-  if (t.merge_commit)
-    std::cout << "merge commit: " << *t.merge_commit << '\n';
+  if (t.merge_commit) {
+    std::cout << "merge commit: " << *t.merge_commit;
+    if (auto found = on_base.find(t.id);
+        found != on_base.end() && !found->second)
+      std::cout << " (no longer on " << base_branch << ")";
+    std::cout << '\n';
+  }
   if (!t.conflict_paths.empty()) {
     std::cout << "conflicting paths:\n";
     for (auto& p : t.conflict_paths)
@@ -494,11 +501,12 @@ int run_logs_command(const std::vector<std::string>& argv,
   if (following)
     return follow(db, root, run.id, task_id);
   auto mail = store::mailbox{db}.list(run.id, task_id);
+  auto on_base = merges_on_base(root, *db.status(run.id));
   if (parsed.flag("--json")) {
-    std::cout << to_logs_json(*h, mail) << '\n';
+    std::cout << to_logs_json(*h, mail, on_base) << '\n';
     return exit_ok;
   }
-  print_logs(root, *h, mail);
+  print_logs(root, *h, mail, on_base, run.base_branch);
   return exit_ok;
 }
 

@@ -18,6 +18,7 @@ const char* status_help
   = "usage: taskforce status [--json] [--run ID]\n\n"
     "Shows the latest unfinished run (else the latest run, or --run ID): its\n"
     "state and reason, and each task's state, attempts, branch, merge commit\n"
+    "(\"merged ID (no longer on BASE)\" when the base branch lost it since)\n"
     "and reason: the question of a blocked worker, the hold line of a held\n"
     "task, why a task in review awaits approval, the last lines of the\n"
     "output that failed a task. Below the table, the tasks waiting on you\n"
@@ -30,17 +31,19 @@ const char* status_help
     "  {\"run\": {\"id\", \"file\", \"state\", \"reason\", \"usage\"},\n"
     "   \"tasks\": [{\"id\", \"state\", \"attempts\", \"branch\", "
     "\"merge_commit\",\n"
-    "              \"reason\", \"usage\"}]}\n"
-    "each usage {\"input_tokens\", \"output_tokens\", \"cost_usd\"}. With no\n"
-    "run yet it says so (--json: {\"run\": null, \"tasks\": []}) and exits "
-    "0.\n";
+    "              \"merge_on_base\", \"reason\", \"usage\"}]}\n"
+    "each usage {\"input_tokens\", \"output_tokens\", \"cost_usd\"};\n"
+    "merge_on_base is false for a merge the base branch no longer has (null\n"
+    "without a merge commit). With no run yet it says so (--json:\n"
+    "{\"run\": null, \"tasks\": []}) and exits 0.\n";
 
 const char* list_help
   = "usage: taskforce list [--json]\n\n"
     "One line per run of the repository, newest first: id, file, state,\n"
-    "its tasks counted by state, and the tokens and cost its workers\n"
-    "reported. --json prints an array of status --json objects. With no\n"
-    "runs yet it prints \"no runs yet\" (--json: []) and exits 0.\n";
+    "its tasks counted by state, the merges its base branch no longer has,\n"
+    "and the tokens and cost its workers reported. --json prints an array\n"
+    "of status --json objects. With no runs yet it prints \"no runs yet\"\n"
+    "(--json: []) and exits 0.\n";
 
 namespace {
 
@@ -122,8 +125,11 @@ int run_status_command(const std::vector<std::string>& argv,
     throw usage_error("no run " + parsed.value("--run"));
   auto run = pick_run(*db, parsed.value("--run"));
   auto st = db->status(run.id);
+  // A merge the base lost since (reset away) is flagged, never shown as if
+  // it were still there.
+  auto on_base = merges_on_base(root, *st);
   if (parsed.flag("--json")) {
-    std::cout << to_status_json(*st) << '\n';
+    std::cout << to_status_json(*st, on_base) << '\n';
     return exit_ok;
   }
   auto unread = store::mailbox{*db}.undelivered_counts(run.id);
@@ -148,9 +154,13 @@ int run_status_command(const std::vector<std::string>& argv,
       s = std::string{"\x1b["} + c + "m" + s + "\x1b[0m";
     line += s;
     line += "try " + std::to_string(t.attempts) + "  ";
-    if (t.merge_commit)
-      line += "merged " + t.merge_commit->substr(0, 10) + "  ";
-    else if (t.branch)
+    if (t.merge_commit) {
+      line += "merged " + t.merge_commit->substr(0, 10);
+      if (auto found = on_base.find(t.id);
+          found != on_base.end() && !found->second)
+        line += " (no longer on " + st->run.base_branch + ")";
+      line += "  ";
+    } else if (t.branch)
       line += *t.branch + "  ";
     auto i = unread.find(t.id);
     auto note = note_of(t, ask, i == unread.end() ? 0 : i->second);
@@ -202,7 +212,7 @@ int run_list_command(const std::vector<std::string>& argv,
       if (!first)
         std::cout << ',';
       first = false;
-      std::cout << to_status_json(*st);
+      std::cout << to_status_json(*st, merges_on_base(root, *st));
     }
     std::cout << "]\n";
     return exit_ok;
@@ -216,6 +226,14 @@ int run_list_command(const std::vector<std::string>& argv,
       std::cout << ' ' << n << ' ' << to_string(state);
     if (r.run.reason)
       std::cout << "  (" << *r.run.reason << ')';
+    size_t lost = 0;
+    if (r.counts.count(task_state::done) > 0)
+      if (auto st = db->status(r.run.id))
+        for (auto& [task, on] : merges_on_base(root, *st))
+          lost += on ? 0 : 1;
+    if (lost > 0)
+      std::cout << "  (" << lost << (lost == 1 ? " merge" : " merges")
+                << " no longer on " << r.run.base_branch << ')';
     if (auto& u = r.usage;
         u.input_tokens > 0 || u.output_tokens > 0 || u.cost_usd > 0)
       std::cout << "  " << u.input_tokens + u.output_tokens << " tokens, "

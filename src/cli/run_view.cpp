@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "src/cli/live_table.hpp"
+#include "src/git/git.hpp"
 #include "src/run/budget.hpp"
 #include "src/time/calendar.hpp"
 
@@ -47,7 +48,8 @@ std::string last_lines(std::string text) {
   return text.substr(start);
 }
 
-ordered_json task_json(const store::task_row& t);
+ordered_json task_json(const store::task_row& t,
+                       const std::map<std::string, bool>& on_base = {});
 
 ordered_json usage_json(const store::usage& u) {
   ordered_json j;
@@ -133,13 +135,18 @@ std::string next_step(const store::task_row& t, bool ask_user_on_blocked) {
 
 namespace {
 
-ordered_json task_json(const store::task_row& t) {
+ordered_json task_json(const store::task_row& t,
+                       const std::map<std::string, bool>& on_base) {
   ordered_json j;
   j["id"] = t.id;
   j["state"] = to_string(t.state);
   j["attempts"] = t.attempts;
   j["branch"] = nullable(t.branch);
   j["merge_commit"] = nullable(t.merge_commit);
+  if (auto found = on_base.find(t.id); found != on_base.end())
+    j["merge_on_base"] = found->second;
+  else
+    j["merge_on_base"] = nullptr;
   j["reason"] = nullable(shown_reason(t));
   j["usage"] = usage_json(t.usage);
   return j;
@@ -147,7 +154,32 @@ ordered_json task_json(const store::task_row& t) {
 
 } // namespace
 
-std::string to_status_json(const store::run_status& x) {
+std::map<std::string, bool> merges_on_base(const std::filesystem::path& root,
+                                           const store::run_status& x) {
+  std::map<std::string, bool> out;
+  try {
+    git::library lib;
+    auto repo = git::open(root);
+    auto tip = git::branch_tip(repo, x.run.base_branch);
+    for (auto& t : x.tasks) {
+      if (!t.merge_commit)
+        continue;
+      bool on = false;
+      try {
+        on = tip && git::is_ancestor(repo, *t.merge_commit, *tip);
+      } catch (const std::exception&) {
+        on = false; // the commit is gone
+      }
+      out[t.id] = on;
+    }
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  return out;
+}
+
+std::string to_status_json(const store::run_status& x,
+                           const std::map<std::string, bool>& on_base) {
   ordered_json run;
   run["id"] = x.run.id;
   run["file"] = x.run.file;
@@ -156,7 +188,7 @@ std::string to_status_json(const store::run_status& x) {
   auto tasks = ordered_json::array();
   store::usage total;
   for (auto& t : x.tasks) {
-    tasks.push_back(task_json(t));
+    tasks.push_back(task_json(t, on_base));
     total.input_tokens += t.usage.input_tokens;
     total.output_tokens += t.usage.output_tokens;
     total.cost_usd += t.usage.cost_usd;
@@ -169,9 +201,10 @@ std::string to_status_json(const store::run_status& x) {
 }
 
 std::string to_logs_json(const store::task_history& h,
-                         const std::vector<store::mail_row>& mail) {
+                         const std::vector<store::mail_row>& mail,
+                         const std::map<std::string, bool>& on_base) {
   auto& t = h.task;
-  auto task = task_json(t);
+  auto task = task_json(t, on_base);
   task["title"] = t.title;
   task["worktree"] = nullable(t.worktree);
   task["conflict_paths"] = t.conflict_paths;

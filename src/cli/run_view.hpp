@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,21 +48,31 @@ std::optional<std::string> shown_reason(const store::task_row& t);
 /// REASON`); empty when it waits for nothing.
 std::string next_step(const store::task_row& t, bool ask_user_on_blocked);
 
+/// Whether each merged task's merge commit is still in the run's base
+/// branch, as the repository at `root` has it now (a person may have reset
+/// it away): by task id, for the tasks with a merge commit. Empty when the
+/// repository cannot be read.
+std::map<std::string, bool> merges_on_base(const std::filesystem::path& root,
+                                           const store::run_status& x);
+
 /// The `status --json` object:
 /// `{"run":{"id","file","state","reason","usage"},
-///   "tasks":[{"id","state","attempts","branch","merge_commit","reason",
-///             "usage"}]}`
-/// (absent values are null; each reason as `shown_reason` gives it; each
-/// usage `{"input_tokens","output_tokens","cost_usd"}`, the run's the sum
-/// over its tasks).
-std::string to_status_json(const store::run_status& x);
+///   "tasks":[{"id","state","attempts","branch","merge_commit",
+///             "merge_on_base","reason","usage"}]}`
+/// (absent values are null; `merge_on_base` from `on_base`, null for a task
+/// it does not have; each reason as `shown_reason` gives it; each usage
+/// `{"input_tokens","output_tokens","cost_usd"}`, the run's the sum over its
+/// tasks).
+std::string to_status_json(const store::run_status& x,
+                           const std::map<std::string, bool>& on_base = {});
 
 /// The `logs --json` object: the task as status shows it plus `title`,
 /// `worktree`, `conflict_paths`, `gate_tail`, `session`, `hold_lifted`;
 /// its attempts; its mail; its events:
 /// `{"task":{…},"attempts":[…],"mail":[…],"events":[…]}`.
 std::string to_logs_json(const store::task_history& h,
-                         const std::vector<store::mail_row>& mail);
+                         const std::vector<store::mail_row>& mail,
+                         const std::map<std::string, bool>& on_base = {});
 
 /// The event as one JSON line (no newline):
 /// `{"seq":…,"run":…,"task":…|null,"at_ms":…,"kind":…,"data":{…}}`.

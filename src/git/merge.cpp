@@ -176,8 +176,12 @@ void write_file(repository& repo, const fs::path& root, const std::string& path,
 // (HEAD), in the index and on disk, only where both still hold either
 // content. The index is written once at the end; a kill before that leaves
 // files at `to` with index entries at `from`, which a second pass completes.
+// `index_follows`: where the file is the user's but its index entry still
+// holds either version, the entry follows `to`, so `git status` shows just
+// their edit (while landing; recovery leaves such a path alone entirely).
 checkout_repair update_checkout(repository& repo, git_tree* from, git_tree* to,
-                                const std::vector<std::string>& paths) {
+                                const std::vector<std::string>& paths,
+                                bool index_follows = true) {
   checkout_repair result;
   auto root = repo.workdir();
   auto index = detail::repository_index(repo);
@@ -208,7 +212,7 @@ checkout_repair update_checkout(repository& repo, git_tree* from, git_tree* to,
     if (!index_ok || !disk_ok) {
       // The file is the user's; an index entry still at either version is
       // ours, so it follows HEAD and `git status` shows just their edit.
-      if (index_ok && !same(in_index, b))
+      if (index_follows && index_ok && !same(in_index, b))
         index_only.push_back({path, b});
       result.kept.push_back(path);
       continue;
@@ -343,9 +347,12 @@ merge_candidate prepare_merge(repository& repo, const std::string& branch,
   return result;
 }
 
+landing_journal::~landing_journal() = default;
+
 merge_result land_merge(repository& repo, const std::string& candidate,
                         const std::string& base_branch,
-                        const std::string& branch_tip) {
+                        const std::string& branch_tip,
+                        landing_journal* journal) {
   auto what = "move " + base_branch + " to " + candidate;
   merge_result result;
   auto merge = detail::lookup_commit(repo, candidate);
@@ -397,6 +404,20 @@ merge_result land_merge(repository& repo, const std::string& candidate,
       return result;
     }
   }
+  // Written down before the base moves: after a kill between the move and
+  // the checkout update, this is the one update recovery completes.
+  checkout_update update{candidate, to_hex(base_id), changed, {}};
+  if (journal)
+    journal->landing(update);
+  auto over = [&](bool moved) {
+    if (!journal)
+      return;
+    try {
+      journal->landed(update, moved);
+    } catch (const std::exception&) {
+      // Still in the journal: completing it again finds nothing to do.
+    }
+  };
   // The commit point.
   git_reference* ref_raw = nullptr;
   auto log = "taskforce: merge " + candidate;
@@ -406,13 +427,19 @@ merge_result land_merge(repository& repo, const std::string& candidate,
                                          &merge_id, 1, &base_id, log.c_str());
   if (rc == GIT_EMODIFIED) {
     git_error_clear();
+    over(false);
     result.status = merge_result::outcome::stale;
     return result;
   }
-  check(rc, what);
+  if (rc < 0) {
+    over(false);
+    check(rc, what);
+  }
   reference_ptr moved{ref_raw};
   // The checkout follows, path by path, never over an edit. The merge is
-  // committed by now, so a failure here is reported, not thrown.
+  // committed by now, so a failure here is reported, not thrown (and the
+  // landing stays unfinished in the journal, for the next start).
+  bool followed = true;
   if (here) {
     try {
       result.skipped
@@ -420,8 +447,11 @@ merge_result land_merge(repository& repo, const std::string& candidate,
     } catch (const error& e) {
       result.skipped = changed;
       result.checkout_error = e.what();
+      followed = false;
     }
   }
+  if (followed)
+    over(true);
   result.status = merge_result::outcome::merged;
   result.commit = candidate;
   return result;
@@ -430,7 +460,8 @@ merge_result land_merge(repository& repo, const std::string& candidate,
 merge_result merge_into_base(repository& repo, const std::string& branch,
                              const std::string& base_branch,
                              const std::string& message,
-                             const signature& committer) {
+                             const signature& committer,
+                             landing_journal* journal) {
   // When someone else moved the base in between (a user's commit), start
   // over from the new tip.
   for (int round = 0;; ++round) {
@@ -442,7 +473,7 @@ merge_result merge_into_base(repository& repo, const std::string& branch,
       result.paths = std::move(c.paths);
       return result;
     }
-    auto r = land_merge(repo, c.commit, base_branch);
+    auto r = land_merge(repo, c.commit, base_branch, "", journal);
     if (r.status != merge_result::outcome::stale || round >= 3)
       return r;
   }
@@ -471,23 +502,24 @@ std::optional<std::string> merged_commit(repository& repo,
   return to_hex(*git_commit_id(current.get()));
 }
 
-checkout_repair complete_checkout(repository& repo) {
-  if (git_repository_is_bare(repo.get()))
-    return {};
-  auto head = head_commit(repo);
-  if (!head)
-    return {};
-  auto commit = detail::lookup_commit(repo, *head);
-  if (git_commit_parentcount(commit.get()) < 2)
-    return {};
-  git_commit* raw = nullptr;
-  check(git_commit_parent(&raw, commit.get(), 0),
-        "read the first parent of " + *head);
-  commit_ptr first{raw};
-  auto from = detail::tree_of(first.get());
-  auto to = detail::tree_of(commit.get());
-  auto paths = changed_between(repo, from.get(), to.get());
-  return update_checkout(repo, from.get(), to.get(), paths);
+checkout_repair complete_checkout(repository& repo,
+                                  const std::string& base_branch,
+                                  const checkout_update& u) {
+  checkout_repair result;
+  if (!checked_out_here(repo, base_branch)
+      || branch_tip(repo, base_branch) != u.commit)
+    return result;
+  result.applies = true;
+  if (u.paths.empty())
+    return result;
+  auto from_commit = detail::lookup_commit(repo, u.base);
+  auto to_commit = detail::lookup_commit(repo, u.commit);
+  auto from = detail::tree_of(from_commit.get());
+  auto to = detail::tree_of(to_commit.get());
+  auto repair = update_checkout(repo, from.get(), to.get(), u.paths, false);
+  result.updated = std::move(repair.updated);
+  result.kept = std::move(repair.kept);
+  return result;
 }
 
 // -- assist -------------------------------------------------------------------

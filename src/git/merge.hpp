@@ -6,9 +6,15 @@
 //   1. merge in memory (no MERGE_HEAD, no half-merged index ever appears),
 //   2. refuse if the update would overwrite tracked edits in the checkout,
 //   3. write the merge commit object (unreachable until step 4),
-//   4. move the base ref with compare-and-swap (the commit point),
-//   5. update index and files of the main checkout, only for the paths the
-//      merge changed and only where they still hold the base's content.
+//   4. write down the landing (the merge, the tip it replaces, the paths it
+//      changes) in the caller's journal, durably,
+//   5. move the base ref with compare-and-swap (the commit point),
+//   6. update index and files of the main checkout, only for the paths the
+//      merge changed and only where they still hold the base's content,
+//      then tell the journal the landing is over.
+// After a kill between 5 and 6 the journal holds the one landing whose
+// checkout update is unfinished, and complete_checkout finishes exactly that
+// one; nothing else in the checkout is ever taken for a half-done update.
 #pragma once
 
 #include <optional>
@@ -57,6 +63,35 @@ struct merge_result {
 /// The name of an outcome ("merged", "conflict", ...).
 const char* to_string(merge_result::outcome x);
 
+/// A merge on its way onto the base: what the update of the main checkout
+/// after the base moved needs, and nothing more.
+struct checkout_update {
+  /// The merge commit the base moves to.
+  std::string commit;
+  /// The tip it replaces (the merge's first parent).
+  std::string base;
+  /// The paths the merge changes against `base` (empty when the base is
+  /// not checked out in the main checkout: nothing there follows it).
+  std::vector<std::string> paths;
+  /// Whose merge it is (a task's id), for the journal; may be empty.
+  std::string task;
+};
+
+/// Where land_merge writes down a landing before the base moves, and its
+/// end: the durable record from which a kill's unfinished checkout update
+/// is completed, and only that one (the run's ledger in production).
+class landing_journal {
+ public:
+  virtual ~landing_journal();
+  /// Durable when it returns; the base has not moved yet. A throw stops
+  /// the landing before anything is written.
+  virtual void landing(const checkout_update& u) = 0;
+  /// The landing is over: the base moved and the checkout followed
+  /// (`moved`), or the base never moved. A throw is ignored: the landing
+  /// then stays in the journal, and completing it again changes nothing.
+  virtual void landed(const checkout_update& u, bool moved) = 0;
+};
+
 /// Merges local branch `branch` into local branch `base_branch` as a merge
 /// commit with the base tip as first parent and the branch tip as second,
 /// never a fast-forward, then updates the main checkout when `base_branch`
@@ -67,7 +102,8 @@ const char* to_string(merge_result::outcome x);
 merge_result merge_into_base(repository& repo, const std::string& branch,
                              const std::string& base_branch,
                              const std::string& message,
-                             const signature& committer = {});
+                             const signature& committer = {},
+                             landing_journal* journal = nullptr);
 
 /// A merge made but not landed: the commit object exists, no ref points
 /// at it yet.
@@ -97,10 +133,13 @@ merge_candidate prepare_merge(repository& repo, const std::string& branch,
 /// candidate's first parent and, when `branch_tip` is given, the
 /// candidate's second parent is `branch_tip` (stale otherwise, nothing
 /// written); never over uncommitted edits in the checkout
-/// (dirty_checkout). Throws as merge_into_base does.
+/// (dirty_checkout). With a `journal`, the landing is written down there
+/// before the base moves (see the file comment). Throws as merge_into_base
+/// does.
 merge_result land_merge(repository& repo, const std::string& candidate,
                         const std::string& base_branch,
-                        const std::string& branch_tip = "");
+                        const std::string& branch_tip = "",
+                        landing_journal* journal = nullptr);
 
 /// If `branch_tip` is reachable from `base_branch`, the first (oldest)
 /// commit on the base's first-parent line that contains it; nothing
@@ -111,18 +150,27 @@ std::optional<std::string> merged_commit(repository& repo,
 
 /// What complete_checkout did.
 struct checkout_repair {
-  /// Paths brought to HEAD's content in the index and the files.
+  /// False when the update is not for this checkout any more: HEAD is not
+  /// on the base branch, or the base is not at the update's merge (it
+  /// never moved there, or moved on since). Nothing was touched then.
+  bool applies = false;
+  /// Paths brought to the merge's content in the index and the files.
   std::vector<std::string> updated;
-  /// Paths left alone because the user changed them.
+  /// Paths left alone, index and file, because they hold neither the
+  /// base's version nor the merge's (the user changed them).
   std::vector<std::string> kept;
 };
 
-/// Recovery after a kill between moving the ref and updating the checkout:
-/// when HEAD is a merge commit, every path it changed against its first
-/// parent whose index entry and file still hold the first parent's content
-/// (or already HEAD's) is brought to HEAD's content. A user's edit is never
-/// overwritten. A no-op on a checkout that is up to date.
-checkout_repair complete_checkout(repository& repo);
+/// Recovery after a kill between moving the ref and updating the checkout,
+/// for the one landing `u` the journal holds unfinished: when HEAD is on
+/// `base_branch` and the branch is at `u.commit`, each of `u.paths` whose
+/// index entry and file both still hold the base's version (or already the
+/// merge's) is brought to the merge's version. A path whose index entry or
+/// file holds anything else is not touched at all, and no other path is
+/// ever looked at. A no-op on a checkout that is up to date.
+checkout_repair complete_checkout(repository& repo,
+                                  const std::string& base_branch,
+                                  const checkout_update& u);
 
 /// Applies the change from commit `from` to commit `to` to the files of
 /// `repo`'s checkout, leaving it uncommitted and unstaged (assist mode:

@@ -108,6 +108,23 @@ void keep(git::repository& repo, const std::string& name,
                  + git::pin_commit(repo, name, commit));
 }
 
+// A landing written down for the task it is for.
+struct task_journal : landing_journal {
+  landing_journal* to;
+  std::string task;
+  task_journal(landing_journal* j, std::string t) : to(j), task(std::move(t)) {}
+  void landing(const checkout_update& u) override {
+    auto mine = u;
+    mine.task = task;
+    to->landing(mine);
+  }
+  void landed(const checkout_update& u, bool moved) override {
+    auto mine = u;
+    mine.task = task;
+    to->landed(mine, moved);
+  }
+};
+
 } // namespace
 
 workspace::workspace(repository repo, fs::path root, std::string base_branch,
@@ -116,6 +133,7 @@ workspace::workspace(repository repo, fs::path root, std::string base_branch,
   : repo_(std::move(repo)), root_(std::move(root)),
     base_branch_(std::move(base_branch)), run_id_(std::move(run_id)),
     reuse_(reuse_worktrees) {
+  vouched_ = branch_tip(repo_, base_branch_).value_or("");
   drop_half_prepared();
   for (auto& p : spares)
     if (std::find(spares_.begin(), spares_.end(), p) == spares_.end())
@@ -124,6 +142,13 @@ workspace::workspace(repository repo, fs::path root, std::string base_branch,
 
 std::string workspace::snapshot(const attempt_place& place,
                                 std::vector<std::string> scope) {
+  // The base as the attempt starts: a refused move since is told at its
+  // first check.
+  base_news_.erase(place.task_id);
+  if (gate_watch_.erase(place.task_id) > 0)
+    busy_until_ = ++clock_;
+  if (auto news = observe_base(place.task_id); !news.empty())
+    base_news_[place.task_id] = news;
   auto& path = place.checkout;
   auto snap = fs::equivalent(path, root_) ? take_snapshot(repo_) : [&] {
     auto other = open(path);
@@ -141,14 +166,27 @@ std::string workspace::snapshot(const attempt_place& place,
                                               ++clock_, 0});
   checked_.erase(place.task_id);
   forget_closed();
+  if (journal_)
+    try {
+      journal_->vouch(vouched_, "attempt", place.task_id, place.attempt);
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot record the base tip: {}", e.what());
+    }
   return head;
 }
 
 void workspace::release(const attempt_place& place) {
+  if (!place.branch.empty()) {
+    auto w = watched_.find(place.task_id);
+    if (w != watched_.end() && w->second.attempt == place.attempt
+        && w->second.closed == 0)
+      busy_until_ = w->second.closed = ++clock_;
+    return;
+  }
   auto found = in_place_.find({place.task_id, place.attempt});
   if (found == in_place_.end() || found->second.closed != 0)
     return;
-  found->second.closed = ++clock_;
+  busy_until_ = found->second.closed = ++clock_;
   forget_closed();
 }
 
@@ -268,7 +306,28 @@ void workspace::drop_half_prepared() {
 }
 
 lease workspace::lease_worktree(const std::string& task_id, bool fresh,
-                                const std::string& known_path) {
+                                const std::string& known_path,
+                                uint64_t attempt) {
+  base_news_.erase(task_id);
+  if (gate_watch_.erase(task_id) > 0) // a merge check that never ended
+    busy_until_ = ++clock_;
+  if (auto news = observe_base(task_id); !news.empty())
+    base_news_[task_id] = news;
+  auto l = make_lease(task_id, fresh, known_path);
+  // From now on the main checkout is the run's to keep as it is.
+  watched_.insert_or_assign(
+    task_id, watched_attempt{attempt, take_snapshot(repo_), ++clock_, 0});
+  if (journal_)
+    try {
+      journal_->vouch(vouched_, "attempt", task_id, attempt);
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot record the base tip: {}", e.what());
+    }
+  return l;
+}
+
+lease workspace::make_lease(const std::string& task_id, bool fresh,
+                            const std::string& known_path) {
   auto& repo = repo_;
   auto branch = task_branch(run_id_, task_id);
   auto path = known_path.empty() ? task_worktree(root_, run_id_, task_id)
@@ -378,6 +437,31 @@ attempt_changes workspace::worktree_changes(repository& wt,
 // reused), and the branch put back where the attempt began, so the next
 // attempt starts from there in a worktree of its own.
 attempt_changes workspace::check_worktree(const attempt_place& req) {
+  attempt_changes out;
+  out.base_moved = observe_base(req.task_id);
+  if (!out.base_moved.empty())
+    return out;
+  out = check_worktree_head(req);
+  if (!out.moved.empty())
+    return out;
+  auto w = watched_.find(req.task_id);
+  if (w == watched_.end() || w->second.attempt != req.attempt)
+    return out;
+  // The main checkout's HEAD is the person's: the run's merges follow it
+  // only while it is on the base.
+  auto& was = w->second.main.head;
+  if (auto now = head_of(repo_); now.ref != was.ref) {
+    out.moved = "HEAD of the main checkout left " + describe_head(was) + " for "
+                + describe_head(now) + "; nothing of the attempt is "
+                + "merged (git checkout " + base_branch_
+                + " there puts it back)";
+    return out;
+  }
+  out.main_paths = main_changes(w->second.main, w->second.opened);
+  return out;
+}
+
+attempt_changes workspace::check_worktree_head(const attempt_place& req) {
   auto& repo = repo_;
   auto wt = git::open(req.checkout);
   auto head = git::head_of(wt);
@@ -485,8 +569,10 @@ attempt_changes workspace::check_in_place(const attempt_place& req) {
                             : git::branch_tip(repo, branch);
   bool moved_branch = !branch.empty() && tip != before.head.commit;
   if (head.ref == before.head.ref && head.commit == before.head.commit
-      && !moved_branch)
+      && !moved_branch) {
+    out.base_moved = observe_base(req.task_id);
     return out;
+  }
   std::vector<std::string> kept;
   auto name = kept_ref(req);
   keep(repo, name, head.commit, before.head.commit, kept);
@@ -514,6 +600,12 @@ attempt_changes workspace::check_in_place(const attempt_place& req) {
                  "checkout";
   for (auto& k : kept)
     out.moved += "; " + k;
+  // Commits on the base itself: the run pauses (see the file comment).
+  if (branch == base_branch_
+      && (moved_branch
+          || (head.ref == before.head.ref
+              && head.commit != before.head.commit)))
+    out.base_moved = std::exchange(out.moved, {});
   return out;
 }
 
@@ -521,9 +613,50 @@ attempt_changes workspace::check_in_place(const attempt_place& req) {
 // doing: a snapshot of an attempt running in place meanwhile (a task that
 // got no worktree) follows them.
 integration workspace::integrate(const integration_request& req) {
+  if (auto news = observe_base(req.task_id); !news.empty()) {
+    if (gate_watch_.erase(req.task_id) > 0)
+      busy_until_ = ++clock_;
+    integration out;
+    out.status = integration::outcome::base_moved;
+    out.message = news;
+    return out;
+  }
+  // The gate on the merge result answers for the main checkout too.
+  if (auto g = gate_watch_.find(req.task_id); g != gate_watch_.end()) {
+    auto changed = req.expected.empty() || req.adopt
+                     ? std::vector<std::string>{}
+                     : main_changes(g->second.first, g->second.second);
+    gate_watch_.erase(g);
+    busy_until_ = ++clock_;
+    if (!changed.empty()) {
+      integration out;
+      out.status = integration::outcome::error;
+      out.message = "the gate on the merge result changed the main checkout "
+                    "(nothing may change there while it runs): "
+                    + join(changed) + "; nothing was merged";
+      return out;
+    }
+  }
   auto before = git::head_of(repo_);
+  auto was = vouched_;
   std::vector<std::string> committed;
   auto out = merge_task(req, committed);
+  if (out.status == integration::outcome::prepared && req.prepare)
+    gate_watch_.insert_or_assign(
+      req.task_id, std::make_pair(take_snapshot(repo_), ++clock_));
+  // The run's own merge (or commit in place) is the base's new tip.
+  if (out.status == integration::outcome::merged
+      && branch_tip(repo_, base_branch_) == out.commit) {
+    vouched_ = out.commit;
+    follow_in_main(was, out.commit);
+    // A landing is in the journal already; a commit in place is not.
+    if (journal_ && req.branch.empty())
+      try {
+        journal_->vouch(out.commit, "committed", req.task_id, 0);
+      } catch (const std::exception& e) {
+        spdlog::warn("cannot record the base tip: {}", e.what());
+      }
+  }
   auto after = git::head_of(repo_);
   if (after.commit != before.commit)
     for (auto& [key, a] : in_place_) {
@@ -653,8 +786,10 @@ integration workspace::merge_task(const integration_request& req,
                    : integration::outcome::stale;
     return out;
   }
+  task_journal journal{journal_, req.task_id};
+  auto* to_journal = journal_ ? &journal : nullptr;
   if (!req.expected.empty()) {
-    r = git::land_merge(repo, req.expected, base_branch_, *tip);
+    r = git::land_merge(repo, req.expected, base_branch_, *tip, to_journal);
   } else if (req.prepare) {
     auto c = git::prepare_merge(repo, req.branch, base_branch_, merge_message);
     if (c.status == git::merge_result::outcome::merged) {
@@ -668,7 +803,8 @@ integration workspace::merge_task(const integration_request& req,
     r.commit = std::move(c.commit);
     r.paths = std::move(c.paths);
   } else {
-    r = git::merge_into_base(repo, req.branch, base_branch_, merge_message);
+    r = git::merge_into_base(repo, req.branch, base_branch_, merge_message, {},
+                             to_journal);
   }
   using oc = git::merge_result::outcome;
   switch (r.status) {
@@ -700,6 +836,222 @@ integration workspace::merge_task(const integration_request& req,
       break;
   }
   return out;
+}
+
+// -- the base branch ----------------------------------------------------------
+
+void workspace::guard(base_journal* journal, const std::string& vouched,
+                      bool busy, std::vector<std::string> run_files) {
+  journal_ = journal;
+  run_files_ = std::move(run_files);
+  std::sort(run_files_.begin(), run_files_.end());
+  if (vouched.empty()) {
+    // A new run: the base as it is now.
+    accept_base(branch_tip(repo_, base_branch_).value_or(""), "start");
+    seen_at_ = ++clock_;
+    return;
+  }
+  vouched_ = vouched;
+  // Attempts ran when the run stopped: a move that leaves no name may be
+  // theirs (a process the kill left behind, or one before it).
+  if (busy)
+    busy_until_ = ++clock_;
+  observe_base("");
+}
+
+bool workspace::attempts_open() const {
+  for (auto& [key, a] : in_place_)
+    if (a.closed == 0)
+      return true;
+  for (auto& [task, a] : watched_)
+    if (a.closed == 0)
+      return true;
+  return !gate_watch_.empty();
+}
+
+// The run vouches for `tip` from now on; the main checkout's watches take
+// what moved with it as the run's.
+void workspace::accept_base(const std::string& tip, const std::string& why) {
+  auto was = std::exchange(vouched_, tip);
+  follow_in_main(was, tip);
+  if (journal_)
+    try {
+      journal_->vouch(tip, why, "", 0);
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot record the base tip: {}", e.what());
+    }
+}
+
+// The base moved from `from` to `to` by the run's own doing (or a person's
+// commit it accepted) while the main checkout is on it: each watch takes
+// the paths between as they are now, so none of it counts as an attempt's.
+void workspace::follow_in_main(const std::string& from, const std::string& to) {
+  if (from.empty() || to.empty() || from == to
+      || (watched_.empty() && gate_watch_.empty()))
+    return;
+  try {
+    if (head_of(repo_).ref != "refs/heads/" + base_branch_)
+      return;
+    auto paths = paths_between(repo_, from, to);
+    auto now = fingerprints(repo_);
+    auto follow = [&](checkout_snapshot& snap) {
+      snap.head.commit = to;
+      for (auto& p : paths)
+        if (auto i = now.find(p); i != now.end())
+          snap.dirty[p] = i->second;
+        else
+          snap.dirty.erase(p);
+    };
+    for (auto& [task, w] : watched_)
+      if (w.closed == 0)
+        follow(w.main);
+    for (auto& [task, g] : gate_watch_)
+      follow(g.first);
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot follow the main checkout: {}", e.what());
+  }
+}
+
+// What changed in the main checkout since `before` (taken at clock_
+// `opened`): each path whose index entry or file differs from then. What
+// the run writes there itself, and what attempts running in place meanwhile
+// answer for, are not counted.
+std::vector<std::string>
+workspace::main_changes(const checkout_snapshot& before, uint64_t opened) {
+  auto now = fingerprints(repo_);
+  std::vector<std::string> changed;
+  for (auto& [path, print] : now)
+    if (auto was = before.dirty.find(path);
+        was == before.dirty.end() || was->second != print)
+      changed.push_back(path);
+  for (auto& [path, print] : before.dirty)
+    if (now.count(path) == 0)
+      changed.push_back(path);
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  auto excused = [&](const std::string& path) {
+    if (std::binary_search(run_files_.begin(), run_files_.end(), path))
+      return true;
+    for (auto& [key, a] : in_place_)
+      if ((a.closed == 0 || a.closed > opened)
+          && (a.scope.empty() || a.scope.covers(path)))
+        return true;
+    return false;
+  };
+  changed.erase(std::remove_if(changed.begin(), changed.end(), excused),
+                changed.end());
+  return changed;
+}
+
+// Looks at the base (see the file comment). Returns the refused move that
+// `observer` (a task, or "" for none) answers for, once, or "".
+std::string workspace::observe_base(const std::string& observer) {
+  auto now = ++clock_;
+  auto told = [&] {
+    auto found = base_news_.find(observer);
+    if (found == base_news_.end())
+      return std::string{};
+    auto news = std::move(found->second);
+    base_news_.erase(found);
+    return news;
+  };
+  auto settle = [&] {
+    seen_at_ = now;
+    for (auto it = watched_.begin(); it != watched_.end();)
+      if (it->second.closed != 0 && it->second.closed < seen_at_)
+        it = watched_.erase(it);
+      else
+        ++it;
+    return told();
+  };
+  base_move m;
+  try {
+    m = look_at_base(repo_, base_branch_, vouched_, run_id_);
+  } catch (const std::exception& e) {
+    spdlog::warn("cannot look at {}: {}", base_branch_, e.what());
+    return told();
+  }
+  if (m.what == base_move::kind::none)
+    return settle();
+  bool window = attempts_open() || busy_until_ > seen_at_;
+  // A merge of a task's branch counts as a person's only while none of the
+  // run's workers and gates ran (a hand merge while the run waits).
+  bool by_run = !m.tasks.empty() || ((m.unknown || !m.merged.empty()) && window)
+                || m.to.empty();
+  auto culprits = m.tasks.empty() && by_run ? m.merged : m.tasks;
+  if (!by_run && m.what == base_move::kind::forward) {
+    // A person's commits (or, while nothing of the run ran, a move that
+    // leaves no name).
+    accept_base(m.to, "accepted");
+    return settle();
+  }
+  auto what = describe(m, base_branch_);
+  if (by_run) {
+    // Not the run's to keep: the base goes back, the commits are kept.
+    try {
+      std::vector<std::string> kept;
+      auto owner = culprits.empty() ? std::string{"base"} : *culprits.begin();
+      keep(repo_, "refs/taskforce/kept/" + run_id_ + "/" + owner + "/base",
+           m.to, vouched_, kept);
+      move_branch(repo_, base_branch_, m.to, vouched_);
+      what += "; " + base_branch_ + " is back at " + short_id(vouched_);
+      for (auto& k : kept)
+        what += "; " + k;
+    } catch (const std::exception& e) {
+      what += "; it could not be put back: " + std::string{e.what()};
+    }
+  } else {
+    // A person moved it back: named, not undone.
+    what += "; nothing was undone (git update-ref refs/heads/" + base_branch_
+            + " " + m.from + " puts back what it lost; a resume goes on from "
+            + short_id(m.to) + ")";
+    accept_base(m.to, "accepted");
+  }
+  // Told with the attempt it fails; said here when nobody carries it.
+  if (observer.empty())
+    spdlog::warn("{}", what);
+  else
+    spdlog::info("{}", what);
+  if (journal_)
+    try {
+      journal_->refused(m, what);
+    } catch (const std::exception& e) {
+      spdlog::warn("cannot record the move of {}: {}", base_branch_, e.what());
+    }
+  // Who answers for it: the tasks that made it, or, when that cannot be
+  // told, every attempt that ran since the base was last seen; and someone
+  // who is there to tell it, so the run pauses.
+  std::set<std::string> who;
+  auto open_now = [&](const std::string& task) {
+    if (auto w = watched_.find(task);
+        w != watched_.end() && w->second.closed == 0)
+      return true;
+    for (auto& [key, a] : in_place_)
+      if (key.first == task && a.closed == 0)
+        return true;
+    return false;
+  };
+  bool carried = false;
+  if (!culprits.empty()) {
+    for (auto& t : culprits) {
+      who.insert(t);
+      carried |= open_now(t);
+    }
+  } else {
+    for (auto& [task, w] : watched_)
+      if (w.closed == 0 || w.closed > seen_at_)
+        who.insert(task);
+    for (auto& [key, a] : in_place_)
+      if (a.closed == 0 || a.closed > seen_at_)
+        who.insert(key.first);
+    for (auto& [task, g] : gate_watch_)
+      who.insert(task);
+  }
+  if (!carried && !observer.empty())
+    who.insert(observer);
+  for (auto& t : who)
+    base_news_.emplace(t, what);
+  return settle();
 }
 
 fs::path workspace::scratch_path(const std::string& task_id) const {

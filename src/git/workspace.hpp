@@ -26,6 +26,19 @@
 // `refs/taskforce/kept/<run>/<task>/attempt-N`, the worktree is never reused,
 // and the branch is put back where the attempt began.
 //
+// The base branch moves only by the run's own merges. The workspace vouches
+// for one tip of it at a time (where it found it, where its merges left it,
+// where it accepted a person's commits) and looks at it as each attempt
+// starts, at each check and before each merge (see base_guard.hpp for who
+// moved it). A person's new commits are accepted. Anything else (a move the
+// base lost commits by, commits of the run's tasks, moves that leave no name
+// while the run's workers and gates ran) is refused: what the run made is
+// put back (its commits kept under `refs/taskforce/kept/<run>/…`), and the
+// attempts that answer for it fail with base_moved, so the run pauses. A
+// worktree attempt also answers for the main checkout: a change there
+// between the attempt's start and its check (the run's own merges and
+// writes aside) fails it.
+//
 // Blocks (libgit2); one owner, one thread. Failures throw git::error or
 // std::runtime_error.
 #pragma once
@@ -38,6 +51,8 @@
 #include <string>
 #include <vector>
 
+#include "src/git/base_guard.hpp"
+#include "src/git/merge.hpp"
 #include "src/git/repository.hpp"
 #include "src/git/worktree.hpp"
 #include "src/scope/coverage.hpp"
@@ -95,6 +110,12 @@ struct attempt_changes {
   /// Empty when HEAD is where it belongs; else what moved, and where the
   /// work was kept (the attempt fails with it).
   std::string moved;
+  /// Empty unless the base moved in a way the run refuses and this attempt
+  /// answers for it (see the file comment): the move in words.
+  std::string base_moved;
+  /// In a worktree: what changed in the main checkout since the attempt
+  /// began (sorted).
+  std::vector<std::string> main_paths;
 };
 
 /// What to integrate.
@@ -146,6 +167,9 @@ struct integration {
     /// For `expected`: the base or the branch moved since the merge commit
     /// was made; nothing was written.
     stale,
+    /// The base moved in a way the run refuses and this task answers for
+    /// it; `message` says how; nothing was merged.
+    base_moved,
   };
   outcome status = outcome::error;
   /// The base commit that brought the work in (merged, already_merged,
@@ -153,6 +177,21 @@ struct integration {
   std::string commit;
   std::vector<std::string> paths;
   std::string message;
+};
+
+/// What the workspace makes durable about the base branch: its landings,
+/// and each tip the run vouches for or move it refuses. The run's ledger in
+/// production (src/run/base_record.hpp).
+class base_journal : public landing_journal {
+ public:
+  /// The run vouches for the base at `tip` from now on; `why` says how it
+  /// got there (`start`, `attempt`, `committed`, `accepted`), `task` and
+  /// `attempt` name the attempt that starts on it (empty and 0 otherwise).
+  virtual void vouch(const std::string& tip, const std::string& why,
+                     const std::string& task, uint64_t attempt)
+    = 0;
+  /// The run refused move `m` (`what`: in words, with what was done).
+  virtual void refused(const base_move& m, const std::string& what) = 0;
 };
 
 /// Commits, in the main checkout's current branch, the changed paths that
@@ -178,11 +217,27 @@ class workspace {
             std::string base_branch, std::string run_id, bool reuse_worktrees,
             const std::vector<std::filesystem::path>& spares);
 
-  /// A worktree for an attempt of `task_id` on its branch: the kept one of
-  /// an earlier attempt (unless `fresh`), a spare reset to the base tip, or
-  /// a new one. `known_path` is where the ledger last saw it.
+  /// Where the base is vouched for and written down (see base_guard.hpp):
+  /// `vouched` is the tip the run vouched for when it stopped (empty: the
+  /// base as it is now), `busy` whether attempts were running then (a move
+  /// that leaves no name is then the run's). A move since is judged now.
+  /// `run_files` are written in the main checkout by the run itself, and
+  /// never held against an attempt. Without a call: no journal, the base
+  /// as it was when the workspace was made, nothing the run's own.
+  void guard(base_journal* journal, const std::string& vouched, bool busy,
+             std::vector<std::string> run_files);
+
+  /// The tip the run vouches for.
+  const std::string& vouched() const {
+    return vouched_;
+  }
+
+  /// A worktree for attempt `attempt` of `task_id` on its branch: the kept
+  /// one of an earlier attempt (unless `fresh`), a spare reset to the base
+  /// tip, or a new one. `known_path` is where the ledger last saw it. The
+  /// main checkout is watched from now until release().
   lease lease_worktree(const std::string& task_id, bool fresh,
-                       const std::string& known_path);
+                       const std::string& known_path, uint64_t attempt = 0);
 
   /// Remembers the checkout `place.checkout` as it is before the attempt
   /// runs in it in place, with the task's `scope` (its files); returns
@@ -190,9 +245,10 @@ class workspace {
   std::string snapshot(const attempt_place& place,
                        std::vector<std::string> scope);
 
-  /// The attempt that ran in place ended: its snapshot goes once no open
-  /// attempt overlapped it (what it changed is still its to answer for
-  /// in the checks of attempts it overlapped).
+  /// The attempt ended. In place: its snapshot goes once no open attempt
+  /// overlapped it (what it changed is still its to answer for in the
+  /// checks of attempts it overlapped). In a worktree: the main checkout
+  /// is no longer watched for it.
   void release(const attempt_place& place);
 
   /// What the attempt brings so far, or how its HEAD moved.
@@ -227,6 +283,9 @@ class workspace {
   void drop_half_prepared();
   attempt_changes worktree_changes(repository& wt, const std::string& tip);
   attempt_changes check_worktree(const attempt_place& place);
+  attempt_changes check_worktree_head(const attempt_place& place);
+  lease make_lease(const std::string& task_id, bool fresh,
+                   const std::string& known_path);
   attempt_changes check_in_place(const attempt_place& place);
   integration merge_task(const integration_request& req,
                          std::vector<std::string>& committed);
@@ -235,6 +294,12 @@ class workspace {
                       const std::map<std::string, std::string>& now);
   void checkout_scratch(const std::string& task_id, const std::string& commit);
   void drop_scratch();
+  std::string observe_base(const std::string& observer);
+  void accept_base(const std::string& tip, const std::string& why);
+  void follow_in_main(const std::string& from, const std::string& to);
+  std::vector<std::string> main_changes(const checkout_snapshot& before,
+                                        uint64_t opened);
+  bool attempts_open() const;
 
   /// The main repository.
   repository repo_;
@@ -270,6 +335,32 @@ class workspace {
   /// fingerprint, as its last check saw them (what it may commit).
   std::map<std::string, std::map<std::string, std::string>> checked_;
   void forget_closed();
+
+  /// The tip the run vouches for (see guard()).
+  std::string vouched_;
+  /// clock_ when the base was last looked at.
+  uint64_t seen_at_ = 0;
+  /// clock_ when the last attempt (or merge-result gate) ended.
+  uint64_t busy_until_ = 0;
+  /// Where the base's records go; may be null.
+  base_journal* journal_ = nullptr;
+  /// What the run writes in the main checkout itself.
+  std::vector<std::string> run_files_;
+  /// An attempt in a worktree of its own, by task: the main checkout as it
+  /// was when the attempt began.
+  struct watched_attempt {
+    uint64_t attempt = 0;
+    checkout_snapshot main;
+    uint64_t opened = 0;
+    uint64_t closed = 0;
+  };
+  std::map<std::string, watched_attempt> watched_;
+  /// The main checkout when a task's merge result was checked out for its
+  /// gate, by task, until the result lands or is given up.
+  std::map<std::string, std::pair<checkout_snapshot, uint64_t>> gate_watch_;
+  /// Refused moves of the base not told yet to a task that answers for
+  /// them, by task.
+  std::map<std::string, std::string> base_news_;
 };
 
 } // namespace taskforce::git

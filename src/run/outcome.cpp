@@ -7,17 +7,15 @@ namespace taskforce::run {
 
 namespace {
 
-constexpr std::array<attempt_end, 4> all_attempt_ends{
-  attempt_end::done,
-  attempt_end::blocked,
-  attempt_end::failed,
-  attempt_end::interrupted,
+constexpr std::array<attempt_end, 5> all_attempt_ends{
+  attempt_end::done,        attempt_end::blocked,    attempt_end::failed,
+  attempt_end::interrupted, attempt_end::base_moved,
 };
 
-constexpr std::array<merge_end, 8> all_merge_ends{
+constexpr std::array<merge_end, 9> all_merge_ends{
   merge_end::merged,   merge_end::empty,      merge_end::conflict,
   merge_end::error,    merge_end::not_merged, merge_end::gate_failed,
-  merge_end::prepared, merge_end::stale,
+  merge_end::prepared, merge_end::stale,      merge_end::base_moved,
 };
 
 } // namespace
@@ -28,6 +26,7 @@ const char* to_string(attempt_end x) {
     case attempt_end::blocked: return "blocked";
     case attempt_end::failed: return "failed";
     case attempt_end::interrupted: return "interrupted";
+    case attempt_end::base_moved: return "base_moved";
   }
   return "unknown";
 }
@@ -42,6 +41,7 @@ const char* to_string(merge_end x) {
     case merge_end::gate_failed: return "gate_failed";
     case merge_end::prepared: return "prepared";
     case merge_end::stale: return "stale";
+    case merge_end::base_moved: return "base_moved";
   }
   return "unknown";
 }

@@ -18,6 +18,10 @@ enum class attempt_end : uint8_t {
   failed,
   /// Cut short (cancelled); does not count as an attempt.
   interrupted,
+  /// The base branch moved by something else than the run's own merges
+  /// while the attempt ran: it fails, and the run pauses whatever
+  /// continueOnError says (the reason names the commits).
+  base_moved,
 };
 
 /// How an integration ended.
@@ -41,6 +45,10 @@ enum class merge_end : uint8_t {
   /// Between the git service and the merge check only: the base or the
   /// branch moved since the merge result was made; nothing was written.
   stale,
+  /// The base branch moved by something else than the run's own merges,
+  /// and this task has to answer for it: nothing was merged, the task
+  /// waits in conflict and the run pauses (the reason names the commits).
+  base_moved,
 };
 
 /// The reason a task that changed nothing is done with: its recorded merge

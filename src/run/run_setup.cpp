@@ -8,9 +8,11 @@
 #include <variant>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "src/git/git.hpp"
 #include "src/proc/registry.hpp"
+#include "src/run/base_record.hpp"
 #include "src/run/preflight.hpp"
 #include "src/scope/coverage.hpp"
 #include "src/taskfile/parse.hpp"
@@ -53,11 +55,14 @@ fs::path in_repo(const fs::path& root, const std::string& file_rel) {
 // file standing where such a scope needs a folder, is refused in every
 // mode, named with its tasks; in integrate mode any dirty tracked file is, as
 // merges update the checkout. The task files themselves may be edited
-// between runs (a fixed gate command): they are never counted.
+// between runs (a fixed gate command): they are never counted, and neither
+// are the paths in the scope of an attempt cut short in place (`theirs`:
+// those tasks; it goes on over what it wrote).
 void refuse_dirty(git::repository& repo,
                   const std::vector<std::string>& task_files, const config& cfg,
                   const std::vector<task_spec>& specs,
-                  const std::set<std::string>& done) {
+                  const std::set<std::string>& done,
+                  const std::set<std::string>& theirs = {}) {
   // The progress file is the run's to write (run.progressFile), like the
   // boxes of the task files.
   auto own = task_files;
@@ -68,9 +73,21 @@ void refuse_dirty(git::repository& repo,
     own.push_back(progress);
   // taskforce's own folder counts neither (before the first run it is not
   // excluded yet, and may hold a config).
+  std::vector<scope::coverage> cut_short;
+  bool cut_short_everywhere = false;
+  for (auto& s : specs)
+    if (theirs.count(s.id) > 0) {
+      cut_short_everywhere |= s.files.empty();
+      cut_short.emplace_back(s.files);
+    }
   auto drop_task_files = [&](std::vector<std::string>& paths) {
     paths.erase(std::remove_if(paths.begin(), paths.end(),
                                [&](const std::string& p) {
+                                 if (cut_short_everywhere)
+                                   return true;
+                                 for (auto& c : cut_short)
+                                   if (c.covers(p))
+                                     return true;
                                  return std::find(own.begin(), own.end(), p)
                                           != own.end()
                                         || p.rfind(".taskforce/", 0) == 0;
@@ -419,13 +436,26 @@ open_result open_run(const open_options& opts) {
   git::clear_stale_locks(repo);
   git::prune_worktrees(repo);
   git::empty_trash(repo);
-  git::complete_checkout(repo);
 
   auto db = store::ledger::open(dir / store::ledger_file_name);
+  auto unfinished = db.latest_unfinished_run();
+  // A merge a kill cut short between the base's move and the update of the
+  // checkout: the ledger names it, and only it is completed (an aborted
+  // run's too). Nothing else in the checkout is touched.
+  {
+    std::vector<store::run_row> runs;
+    if (unfinished)
+      runs.push_back(*unfinished);
+    if (auto last = db.latest_run();
+        last && (!unfinished || last->id != unfinished->id))
+      runs.push_back(*last);
+    for (auto& r : runs)
+      for (auto& note : finish_landings(repo, db, r.id, r.base_branch))
+        spdlog::warn("{}", note);
+  }
   // What earlier runs merged is learned before the new graph is built.
   if (cfg.run.co_change_learning)
     learn_co_changes(repo, db);
-  auto unfinished = db.latest_unfinished_run();
   std::string run_id;
   if (opts.file.empty()) {
     if (!unfinished) {
@@ -451,6 +481,7 @@ open_result open_run(const open_options& opts) {
 
   std::vector<merged_before> open_merged;
   std::string base_branch;
+  bool busy = false;
   if (run_id.empty()) {
     // A new run. Tasks an earlier run of the file merged (same content,
     // still in the base) are not run again.
@@ -527,7 +558,20 @@ open_result open_run(const open_options& opts) {
         left.push_back(all[i]);
     }
     refuse_preflight(root, sources[source], left, cfg);
-    refuse_dirty(repo, files, cfg, all, done);
+    // Attempts cut short in the main checkout (in place or assist: no
+    // worktree of their own) go on over what they wrote, and the base
+    // moves that leave no name may be theirs.
+    std::set<std::string> cut_short;
+    for (auto& row : loaded.rows) {
+      bool cut = in_attempt(row.state) || row.state == task_state::merging
+                 || row.state == task_state::interrupted;
+      if (cut && !db.attempts(run_id, row.id).empty()) {
+        busy = busy || row.state != task_state::interrupted;
+        if (!row.worktree)
+          cut_short.insert(row.id);
+      }
+    }
+    refuse_dirty(repo, files, cfg, all, done, cut_short);
     base_branch = loaded.run.base_branch;
     // Attempts a killed driver cut short become interrupted and a running
     // run paused. What a resume gives another chance (failed, blocked, a
@@ -554,9 +598,11 @@ open_result open_run(const open_options& opts) {
       spares.push_back(*row.worktree);
   open_result r;
   r.merged = std::move(open_merged);
+  auto vouched = read_base_state(db, run_id).vouched;
   r.run.emplace(opened_run{std::move(lib), std::move(repo), std::move(lock),
                            std::move(db), file_rel, base_branch,
-                           std::move(loaded), std::move(spares)});
+                           std::move(loaded), std::move(spares),
+                           std::move(vouched), busy});
   return r;
 }
 

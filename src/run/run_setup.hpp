@@ -133,6 +133,11 @@ struct opened_run {
   loaded_run loaded;
   /// Worktrees of done tasks an earlier driver left: spares to reuse.
   std::vector<std::string> spares;
+  /// The base tip the run vouched for when it stopped ("" for a new run):
+  /// a move since is judged against it (src/git/base_guard.hpp).
+  std::string vouched;
+  /// Attempts were running (or merging) when the run stopped.
+  bool busy = false;
 };
 
 /// A task of the file that an earlier run merged, with the same content:

@@ -515,6 +515,13 @@ decision scheduler::attempt_ended(size_t i, attempt_end end, std::string why) {
         stopped(d, i, id + " failed: " + why);
       }
       break;
+    case attempt_end::base_moved:
+      // Someone must look at the base before anything goes on it.
+      ++failures_[i];
+      move(d, i, task_event::fail, why);
+      if (phase_ == run_phase::running)
+        start_pause(d, id + " failed: " + why);
+      break;
   }
   return d;
 }
@@ -540,6 +547,11 @@ decision scheduler::merge_ended(size_t i, merge_end end, std::string why) {
       break;
     case merge_end::gate_failed:
       gate_failed_on_merge(d, i, std::move(why));
+      break;
+    case merge_end::base_moved:
+      move(d, i, task_event::conflict, why);
+      if (phase_ == run_phase::running)
+        start_pause(d, graph_.task(i).id + ": " + why);
       break;
     case merge_end::conflict:
     case merge_end::error:

@@ -1,5 +1,7 @@
 #include "src/worker/turn.hpp"
 
+#include "src/git/base_guard.hpp"
+
 namespace taskforce {
 
 const char* to_string(turn_kind x) {
@@ -51,7 +53,10 @@ turn_environment(const turn_context& c) {
           {"TASKFORCE_TASK_ID", c.task_id},
           {"TASKFORCE_ATTEMPT", std::to_string(c.attempt)},
           {"TASKFORCE_TURN", to_string(c.turn)},
-          {"TASKFORCE_REPO", c.repo}};
+          {"TASKFORCE_REPO", c.repo},
+          // git writes it into the reflog of each ref the process moves:
+          // the base branch's reflog then names the task (base_guard.hpp).
+          {"GIT_REFLOG_ACTION", git::reflog_tag(c.run_id, c.task_id)}};
 }
 
 } // namespace taskforce

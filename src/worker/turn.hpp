@@ -71,8 +71,9 @@ struct turn_context {
   std::string repo;
 };
 
-/// TASKFORCE_RUN_ID, TASKFORCE_TASK_ID, TASKFORCE_ATTEMPT, TASKFORCE_TURN
-/// and TASKFORCE_REPO, for every worker and gate process.
+/// TASKFORCE_RUN_ID, TASKFORCE_TASK_ID, TASKFORCE_ATTEMPT, TASKFORCE_TURN,
+/// TASKFORCE_REPO and GIT_REFLOG_ACTION (the task's reflog tag), for every
+/// worker and gate process.
 std::vector<std::pair<std::string, std::string>>
 turn_environment(const turn_context& context);
 

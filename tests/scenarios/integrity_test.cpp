@@ -47,23 +47,6 @@ std::string status_reason(scenario& s, const std::string& id) {
   return "(no task " + id + ")";
 }
 
-/// Whether some ref (branches, tags, taskforce's own) reaches `commit`.
-bool reachable(const scenario& s, const std::string& commit) {
-  auto refs = git_ok(
-    s.root, {"for-each-ref", "--contains", commit, "--format=%(refname)"});
-  return !lines_of(refs).empty();
-}
-
-/// The commit whose subject is `subject`, searched from every ref and from
-/// every worktree's HEAD; "" when none has it.
-std::string commit_with_subject(const scenario& s, const std::string& subject) {
-  auto all = lines_of(git_ok(s.root, {"log", "--all", "--format=%H %s"}));
-  for (auto& line : all)
-    if (line.substr(41) == subject)
-      return line.substr(0, 40);
-  return "";
-}
-
 } // namespace
 
 // -- a worker's own commits ---------------------------------------------------

@@ -185,13 +185,22 @@ CAF_TEST(an out of scope write fails the attempt) {
 
 CAF_TEST(a merge conflict pauses the run with the branch kept) {
   scenario s;
-  // The worker edits shared.txt; meanwhile someone commits another edit
+  // The worker edits shared.txt; meanwhile a person commits another edit
   // of it on main.
+  auto started = s.dir.path() / "started";
+  auto go = s.dir.path() / "go";
   s.tasks("- [ ] Edit shared\n  - files: shared.txt\n"
-          "  - run: echo task > shared.txt && cd \"$TASKFORCE_REPO\" && "
-          "echo main > shared.txt && git commit -qam 'edit on main'\n");
-  auto r = s.tf({"run", "TASKS.md"});
-  CAF_CHECK_EQUAL(r.code, 1);
+          "  - run: echo task > shared.txt && touch "
+          + started.string() + " && n=0; until [ -f " + go.string()
+          + " ]; do n=$((n+1)); [ $n -lt 600 ] || exit 9; sleep 0.05; done\n");
+  auto driver = start_taskforce(s, {"run", "TASKS.md"});
+  CAF_REQUIRE(eventually([&] {
+    return std::filesystem::exists(started);
+  }));
+  s.write("shared.txt", "main\n");
+  git_ok(s.root, {"commit", "-qam", "edit on main"});
+  std::ofstream{go};
+  CAF_CHECK_EQUAL(proc::wait_for(driver.pid).code, 1);
   auto t = s.task("t1");
   CAF_CHECK_EQUAL(to_string(t.state), std::string{"conflict"});
   CAF_CHECK_EQUAL(t.conflict_paths, std::vector<std::string>{"shared.txt"});

@@ -147,6 +147,24 @@ struct scenario {
   }
 };
 
+/// The commit whose subject is `subject`, searched from every ref and from
+/// every worktree's HEAD; "" when none has it.
+inline std::string commit_with_subject(const scenario& s,
+                                       const std::string& subject) {
+  auto all = lines_of(git_ok(s.root, {"log", "--all", "--format=%H %s"}));
+  for (auto& line : all)
+    if (line.substr(41) == subject)
+      return line.substr(0, 40);
+  return "";
+}
+
+/// Whether some ref (branches, tags, taskforce's own) reaches `commit`.
+inline bool reachable(const scenario& s, const std::string& commit) {
+  auto refs = git_ok(
+    s.root, {"for-each-ref", "--contains", commit, "--format=%(refname)"});
+  return !lines_of(refs).empty();
+}
+
 /// Starts `taskforce ARGS...` in the scenario's repository without waiting
 /// for it; its output is appended to `log` in the scenario's folder.
 inline proc::child

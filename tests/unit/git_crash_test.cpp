@@ -10,6 +10,8 @@
 #include <thread>
 
 #include "git_fixture.hpp"
+#include "src/run/base_record.hpp"
+#include "src/store/ledger.hpp"
 
 using namespace taskforce;
 using namespace taskforce::test;
@@ -55,21 +57,40 @@ pid_t spawn_worker(const fs::path& repo,
   return pid;
 }
 
+/// The ledger a run keeps its landings in, with the one run the workers
+/// merge for.
+store::ledger crash_ledger(const fs::path& repo) {
+  auto db = store::ledger::open(repo / ".taskforce" / "ledger.sqlite");
+  if (!db.find_run("r1")) {
+    store::new_run nr;
+    nr.id = "r1";
+    nr.file = "TASKS.md";
+    nr.file_hash = "-";
+    nr.base_branch = "main";
+    db.create_run(nr, store::wall_clock_ms());
+  }
+  return db;
+}
+
 } // namespace
 
-// The worker: what a run does on start (clear locks, complete the checkout)
-// and then the merges. Without the environment variable it does nothing.
+// The worker: what a run does on start (clear locks, complete the one
+// checkout update its ledger has unfinished) and then the merges, each
+// written down in the ledger before the base moves. Without the
+// environment variable it does nothing.
 CAF_TEST(the worker merges every task branch) {
   const char* path = std::getenv(repo_env);
   if (path == nullptr)
     return;
   auto repo = git::open(path);
   git::clear_stale_locks(repo);
-  git::complete_checkout(repo);
+  auto db = crash_ledger(path);
+  run::finish_landings(repo, db, "r1", "main");
+  run::base_record record{db, "r1"};
   for (int i = 0; i < task_count; ++i) {
     auto r = git::merge_into_base(repo, task_branch(i), "main",
                                   "Merge t" + std::to_string(i),
-                                  {"Test", "test@example.com"});
+                                  {"Test", "test@example.com"}, &record);
     if (r.status != git::merge_result::outcome::merged
         && r.status != git::merge_result::outcome::already_merged)
       CAF_FAIL("merge of t" << i << " ended in " << to_string(r.status));
@@ -87,7 +108,9 @@ CAF_TEST(the worker runs every task cycle in one slot) {
   git::signature who{"Test", "test@example.com"};
   auto repo = git::open(path);
   git::clear_stale_locks(repo);
-  git::complete_checkout(repo);
+  auto db = crash_ledger(path);
+  run::finish_landings(repo, db, "r1", "main");
+  run::base_record record{db, "r1"};
   git::prune_worktrees(repo);
   auto slot = fs::path{path} / ".taskforce" / "worktrees" / "slot";
   for (int i = 0; i < task_count; ++i) {
@@ -122,7 +145,7 @@ CAF_TEST(the worker runs every task cycle in one slot) {
     auto wt = git::open(slot);
     git::commit_all(wt, "task t" + std::to_string(i), who);
     auto m = git::merge_into_base(repo, branch, "main",
-                                  "Merge t" + std::to_string(i), who);
+                                  "Merge t" + std::to_string(i), who, &record);
     if (m.status != git::merge_result::outcome::merged
         && m.status != git::merge_result::outcome::already_merged)
       CAF_FAIL("merge of t" << i << " ended in " << to_string(m.status));

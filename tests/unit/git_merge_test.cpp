@@ -11,6 +11,18 @@ namespace {
 
 using outcome = git::merge_result::outcome;
 
+/// Keeps what land_merge writes down, as the run's ledger would.
+struct memory_journal : git::landing_journal {
+  std::vector<git::checkout_update> landings;
+  std::vector<std::pair<std::string, bool>> ends;
+  void landing(const git::checkout_update& u) override {
+    landings.push_back(u);
+  }
+  void landed(const git::checkout_update& u, bool moved) override {
+    ends.emplace_back(u.commit, moved);
+  }
+};
+
 std::string parent(const fs::path& root, const std::string& rev) {
   auto out = git_ok(root, {"rev-parse", rev});
   return out.substr(0, 40);
@@ -177,8 +189,19 @@ CAF_TEST(complete_checkout finishes an update cut short and keeps user edits) {
                               {"src/deep/x.txt", "X\n"}});
   git_ok(wt_path("t1"), {"rm", "-q", "README.md"});
   git_ok(wt_path("t1"), {"commit", "-q", "-m", "drop readme"});
-  auto m = git::merge_into_base(repo, b, "main", "m", who);
+  memory_journal journal;
+  auto m = git::merge_into_base(repo, b, "main", "m", who, &journal);
   CAF_REQUIRE_EQUAL(m.status, outcome::merged);
+  // Written down before the base moved, with the paths it changes; over
+  // once the checkout followed.
+  CAF_REQUIRE_EQUAL(journal.landings.size(), 1u);
+  auto update = journal.landings.at(0);
+  CAF_CHECK_EQUAL(update.commit, m.commit);
+  CAF_CHECK_EQUAL(update.base, parent(root, "HEAD^1"));
+  CAF_CHECK_EQUAL(update.paths, (std::vector<std::string>{
+                                  "README.md", "src/a.txt", "src/b.txt",
+                                  "src/deep/x.txt", "src/new.txt"}));
+  CAF_CHECK_EQUAL(journal.ends.size(), 1u);
   // The kill: the ref moved but index and files still hold the first parent.
   git_ok(root, {"read-tree", "-u", "--reset", "HEAD^1"});
   CAF_REQUIRE(fs::exists(root / "README.md"));
@@ -187,7 +210,8 @@ CAF_TEST(complete_checkout finishes an update cut short and keeps user edits) {
   write(root, "src/b.txt", "B\n");
   // The user edited one file meanwhile.
   write(root, "src/a.txt", "user\n");
-  auto fix = git::complete_checkout(repo);
+  auto fix = git::complete_checkout(repo, "main", update);
+  CAF_CHECK(fix.applies);
   CAF_CHECK_EQUAL(fix.kept, std::vector<std::string>{"src/a.txt"});
   CAF_CHECK_EQUAL(fix.updated,
                   (std::vector<std::string>{"README.md", "src/b.txt",
@@ -196,11 +220,58 @@ CAF_TEST(complete_checkout finishes an update cut short and keeps user edits) {
   CAF_CHECK_EQUAL(read_file(root / "src/new.txt"), "N\n");
   CAF_CHECK_EQUAL(read_file(root / "src/deep/x.txt"), "X\n");
   CAF_CHECK_EQUAL(read_file(root / "src/a.txt"), "user\n");
-  CAF_CHECK_EQUAL(porcelain(), " M src/a.txt\n");
+  // The user's path is left alone entirely: its index entry too.
+  CAF_CHECK_EQUAL(porcelain(), "MM src/a.txt\n");
   // A second pass has nothing left to do.
-  auto again = git::complete_checkout(repo);
+  auto again = git::complete_checkout(repo, "main", update);
   CAF_CHECK(again.updated.empty());
   CAF_CHECK(fsck_clean());
+}
+
+CAF_TEST(complete_checkout touches nothing but the update it is given) {
+  // A merge of the person's own (git merge --no-ff) at HEAD, then a staged
+  // revert of one of its files, a file it added removed, a file it removed
+  // restored: no landing of the run is unfinished, so nothing changes.
+  auto b = task_commit("t1", {{"src/a.txt", "A\n"}, {"src/new.txt", "N\n"}});
+  git_ok(wt_path("t1"), {"rm", "-q", "README.md"});
+  git_ok(wt_path("t1"), {"commit", "-q", "-m", "drop readme"});
+  git_ok(root, {"merge", "-q", "--no-ff", "-m", "mine", b});
+  git_ok(root, {"checkout", "HEAD~1", "--", "src/a.txt"});
+  git_ok(root, {"rm", "-q", "src/new.txt"});
+  git_ok(root, {"checkout", "HEAD~1", "--", "README.md"});
+  auto before = porcelain();
+  CAF_REQUIRE_NOT_EQUAL(before, "");
+  // An update for another merge (one the base is not at) applies nowhere.
+  git::checkout_update other{parent(root, "HEAD^1"),
+                             parent(root, "HEAD^1"),
+                             {"src/a.txt", "README.md", "src/new.txt"}};
+  auto fix = git::complete_checkout(repo, "main", other);
+  CAF_CHECK(!fix.applies);
+  CAF_CHECK(fix.updated.empty());
+  CAF_CHECK_EQUAL(porcelain(), before);
+  // Nor on a branch that is not checked out.
+  git::checkout_update here{
+    parent(root, "HEAD"), parent(root, "HEAD^1"), {"src/a.txt"}};
+  CAF_CHECK(!git::complete_checkout(repo, "other", here).applies);
+  CAF_CHECK_EQUAL(porcelain(), before);
+  CAF_CHECK(!fs::exists(root / "src/new.txt"));
+  CAF_CHECK(fs::exists(root / "README.md"));
+}
+
+CAF_TEST(a landing that never moved the base ends as not moved) {
+  auto b1 = task_commit("t1", {{"src/a.txt", "A\n"}});
+  auto c = git::prepare_merge(repo, b1, "main", "m", who);
+  CAF_REQUIRE_EQUAL(c.status, outcome::merged);
+  // The base moves on before it lands: stale, and the journal hears it.
+  auto b2 = task_commit("t2", {{"src/b.txt", "B\n"}});
+  CAF_REQUIRE_EQUAL(git::merge_into_base(repo, b2, "main", "m2", who).status,
+                    outcome::merged);
+  memory_journal journal;
+  auto l = git::land_merge(repo, c.commit, "main", "", &journal);
+  CAF_CHECK_EQUAL(l.status, outcome::stale);
+  // Refused before anything was written down.
+  CAF_CHECK(journal.landings.empty());
+  CAF_CHECK(journal.ends.empty());
 }
 
 CAF_TEST(stale lock files from a killed git are cleared) {

@@ -21,7 +21,25 @@ struct workspace_fixture : git_fixture {
   }
 
   using paths = std::vector<std::string>;
+
+  /// Attempt `n` of `task` in its worktree `l`.
+  static git::attempt_place in_worktree(const git::lease& l,
+                                        const std::string& task, uint64_t n) {
+    return {"r1", task, n, l.path, l.branch, l.start};
+  }
+
+  /// A commit on top of main that no branch has (as plumbing makes one).
+  std::string loose_commit(const std::string& message) {
+    auto tree = lines_of(git_ok(root, {"rev-parse", "main^{tree}"})).at(0);
+    return lines_of(
+             git_ok(root, {"commit-tree", tree, "-p", "main", "-m", message}))
+      .at(0);
+  }
 };
+
+bool has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 } // namespace
 
@@ -176,6 +194,97 @@ CAF_TEST(a check without a snapshot of the attempt is refused) {
     refused = true;
   }
   CAF_CHECK(refused);
+}
+
+// -- the base branch and the main checkout
+// -------------------------------------
+
+CAF_TEST(a person s commit on the base while a task works is taken as theirs) {
+  auto l = space.lease_worktree("t1", false, "", 1);
+  write(root, "mine.txt", "mine\n");
+  git_ok(root, {"add", "mine.txt"});
+  git_ok(root, {"commit", "-q", "-m", "mine"});
+  auto person = tip_of(repo, "main");
+  write(l.path, "src/a.txt", "t1\n");
+  auto c = space.check(in_worktree(l, "t1", 1));
+  CAF_CHECK_EQUAL(c.base_moved, "");
+  CAF_CHECK_EQUAL(c.main_paths, paths{});
+  CAF_CHECK_EQUAL(space.vouched(), person);
+  auto r = space.integrate({"t1", "t1", l.path, l.branch, true, {}});
+  CAF_REQUIRE(r.status == git::integration::outcome::merged);
+  std::string first_parent
+    = lines_of(git_ok(root, {"rev-parse", "main^1"})).at(0);
+  CAF_CHECK_EQUAL(first_parent, person);
+}
+
+CAF_TEST(a task s commit moved onto the base goes back and fails that task) {
+  auto l1 = space.lease_worktree("t1", false, "", 1);
+  auto l2 = space.lease_worktree("t2", false, "", 1);
+  auto before = tip_of(repo, "main");
+  write(l1.path, "README.md", "evil\n");
+  git_ok(l1.path, {"commit", "-qam", "sneaky"});
+  git_ok(l1.path, {"update-ref", "refs/heads/main", "HEAD"});
+  auto sneaky = tip_of(repo, l1.branch);
+  // t2 looks first: it is not its doing, but the base goes back at once.
+  auto c2 = space.check(in_worktree(l2, "t2", 1));
+  CAF_CHECK_EQUAL(c2.base_moved, "");
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), before);
+  CAF_CHECK_EQUAL(porcelain(), "");
+  auto c1 = space.check(in_worktree(l1, "t1", 1));
+  CAF_CHECK(has(c1.base_moved, "made by t1"));
+  CAF_CHECK(has(c1.base_moved, sneaky.substr(0, 12) + " sneaky"));
+  CAF_CHECK(has(c1.base_moved, "main is back at " + before.substr(0, 12)));
+  // Told once.
+  CAF_CHECK_EQUAL(space.check(in_worktree(l1, "t1", 1)).base_moved, "");
+}
+
+CAF_TEST(a move that leaves no name is the run s only while a task works) {
+  // Nothing of the run works: a person's plumbing.
+  auto first = loose_commit("plumbing");
+  git_ok(root, {"update-ref", "refs/heads/main", first});
+  auto l = space.lease_worktree("t1", false, "", 1);
+  CAF_CHECK_EQUAL(space.vouched(), first);
+  // Now t1 works: the same kind of move is refused.
+  auto second = loose_commit("while t1 works");
+  git_ok(root, {"update-ref", "refs/heads/main", second});
+  auto c = space.check(in_worktree(l, "t1", 1));
+  CAF_CHECK(has(c.base_moved, "leaves no name"));
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), first);
+  std::string kept
+    = lines_of(git_ok(root, {"rev-parse", "refs/taskforce/kept/r1/base/base"}))
+        .at(0);
+  CAF_CHECK_EQUAL(kept, second);
+}
+
+CAF_TEST(a move back loses nothing and fails the attempt that ran) {
+  auto b = task_commit("t0", {{"src/a.txt", "t0\n"}});
+  CAF_REQUIRE(
+    space.integrate({"t0", "t0", wt_path("t0").string(), b, true, {}}).status
+    == git::integration::outcome::merged);
+  auto merged = tip_of(repo, "main");
+  auto l = space.lease_worktree("t1", false, "", 1);
+  git_ok(l.path, {"update-ref", "refs/heads/main", "HEAD~1"});
+  auto c = space.check(in_worktree(l, "t1", 1));
+  CAF_CHECK(has(c.base_moved, "lost 2 commits"));
+  CAF_CHECK_EQUAL(tip_of(repo, "main"), merged);
+  CAF_CHECK_EQUAL(porcelain(), "");
+}
+
+CAF_TEST(a change in the main checkout while a task works elsewhere is its) {
+  write(root, "notes.txt", "the user's, from before\n");
+  auto l1 = space.lease_worktree("t1", false, "", 1);
+  auto l2 = space.lease_worktree("t2", false, "", 1);
+  write(l1.path, "src/a.txt", "t1\n");
+  // t1 merges meanwhile: what its merge writes in the main checkout is
+  // nobody's change.
+  CAF_REQUIRE(space.integrate({"t1", "t1", l1.path, l1.branch, true, {}}).status
+              == git::integration::outcome::merged);
+  CAF_CHECK_EQUAL(space.check(in_worktree(l2, "t2", 1)).main_paths, paths{});
+  write(root, "README.md", "planted\n");
+  write(root, "src/planted.txt", "new\n");
+  auto c = space.check(in_worktree(l2, "t2", 1));
+  CAF_CHECK_EQUAL(c.main_paths, (paths{"README.md", "src/planted.txt"}));
+  CAF_CHECK_EQUAL(c.base_moved, "");
 }
 
 CAF_TEST_FIXTURE_SCOPE_END()

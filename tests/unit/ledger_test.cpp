@@ -345,15 +345,15 @@ CAF_TEST(status json has exactly the command line shape) {
       + none
       + R"(},"tasks":[)"
         R"({"id":"t1","state":"done","attempts":1,"branch":"taskforce/r1/t1",)"
-        R"("merge_commit":"abc123","reason":null,)"
+        R"("merge_commit":"abc123","merge_on_base":null,"reason":null,)"
       + none
       + R"(},)"
         R"({"id":"t2","state":"pending","attempts":0,"branch":null,)"
-        R"("merge_commit":null,"reason":null,)"
+        R"("merge_commit":null,"merge_on_base":null,"reason":null,)"
       + none
       + R"(},)"
         R"({"id":"t3","state":"skipped","attempts":0,"branch":null,)"
-        R"("merge_commit":null,"reason":"t1 failed",)"
+        R"("merge_commit":null,"merge_on_base":null,"reason":"t1 failed",)"
       + none + R"(}]})");
   auto j = json::parse(to_status_json(*st));
   CAF_CHECK(j["run"]["reason"].is_string());

@@ -74,9 +74,9 @@ CAF_TEST(status json gives the reason of every state that has one) {
   for (auto& [k, v] : ts[0].items())
     keys.push_back(k);
   // (sorted: the parsed object does not keep the order)
-  CAF_CHECK_EQUAL(
-    keys, (std::vector<std::string>{"attempts", "branch", "id", "merge_commit",
-                                    "reason", "state", "usage"}));
+  CAF_CHECK_EQUAL(keys, (std::vector<std::string>{
+                          "attempts", "branch", "id", "merge_commit",
+                          "merge_on_base", "reason", "state", "usage"}));
   CAF_CHECK_EQUAL(ts[0]["usage"]["input_tokens"], 0);
 }
 

@@ -379,6 +379,33 @@ CAF_TEST(a conflict pauses the run) {
   CAF_CHECK_EQUAL(d.run->reason, "a: merge conflict in a");
 }
 
+CAF_TEST(a moved base fails the attempt and pauses even on continue on error) {
+  rules r;
+  r.max_attempts = 3;
+  r.continue_on_error = true;
+  auto s = make_scheduler({make("a", {"a"}), make("b", {"b"}, {"a"})}, r);
+  s.start();
+  s.next();
+  auto d = s.attempt_ended(0, attempt_end::base_moved, "main moved");
+  // No retry, no skipped dependents: the run waits for a person.
+  CAF_CHECK_EQUAL(show(s, d), "a:running>failed run:paused");
+  CAF_CHECK_EQUAL(d.run->reason, "a failed: main moved");
+  s.next();
+  CAF_CHECK_EQUAL(s.phase(), run_phase::paused);
+}
+
+CAF_TEST(a merge refused for a moved base waits in conflict and pauses) {
+  rules r;
+  r.continue_on_error = true;
+  auto s = make_scheduler({make("a", {"a"})}, r);
+  s.start();
+  s.next();
+  s.attempt_ended(0, attempt_end::done, "");
+  auto d = s.merge_ended(0, merge_end::base_moved, "main moved back");
+  CAF_CHECK_EQUAL(show(s, d), "a:merging>conflict run:paused");
+  CAF_CHECK_EQUAL(d.run->reason, "a: main moved back");
+}
+
 CAF_TEST(an interrupting pause cancels the attempts and ends once they stop) {
   auto s = make_scheduler({make("a", {"a"}), make("b", {"b"})});
   s.start();

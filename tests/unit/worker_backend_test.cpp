@@ -59,11 +59,13 @@ CAF_TEST(the shell backend runs the run command with sh) {
   CAF_CHECK_EQUAL(cmd.argv, (strings{"/bin/sh", "-c", "make docs"}));
   CAF_CHECK(cmd.inputs.empty());
   CAF_CHECK(cmd.stdin_file.empty());
-  CAF_CHECK_EQUAL(cmd.env, (env_list{{"TASKFORCE_RUN_ID", "r7"},
-                                     {"TASKFORCE_TASK_ID", "t4"},
-                                     {"TASKFORCE_ATTEMPT", "2"},
-                                     {"TASKFORCE_TURN", "start"},
-                                     {"TASKFORCE_REPO", "/repo"}}));
+  CAF_CHECK_EQUAL(cmd.env,
+                  (env_list{{"TASKFORCE_RUN_ID", "r7"},
+                            {"TASKFORCE_TASK_ID", "t4"},
+                            {"TASKFORCE_ATTEMPT", "2"},
+                            {"TASKFORCE_TURN", "start"},
+                            {"TASKFORCE_REPO", "/repo"},
+                            {"GIT_REFLOG_ACTION", "taskforce task r7/t4"}}));
   auto t = task();
   t.run.clear();
   try {
